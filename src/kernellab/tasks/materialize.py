@@ -1,0 +1,162 @@
+"""Turning a task at one config into tensors and modules: init arguments, inputs, shared weights.
+
+Used by the judge (reference in float64, baselines) and by the candidate child (the candidate's own
+module), so both sides build their parameters the same way from the same seed.
+"""
+
+from __future__ import annotations
+
+import inspect
+import types
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from kernellab.tasks.model import Config, InputDomain, Task, TaskError
+from kernellab.tasks.module import build_module
+
+TORCH_DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16,
+                "float64": torch.float64}
+
+
+@dataclass
+class Problem:
+    """One task at one config: the re-executed reference module and what it exposes."""
+
+    task: Task
+    config: Config
+    module: types.ModuleType
+
+    @property
+    def input_names(self) -> list[str]:
+        params = list(inspect.signature(self.module.Model.forward).parameters)
+        return params[1:]  # drop self
+
+    def init_inputs(self) -> list[Any]:
+        torch.manual_seed(0)
+        return list(self.module.get_init_inputs())
+
+    def inputs(self, seed: int, device: str | torch.device, dtype: str) -> list[Any]:
+        """Fresh inputs from the reference's ``get_inputs`` under ``seed``, floating ones cast to ``dtype``."""
+        generator_state = torch.random.get_rng_state()
+        try:
+            torch.manual_seed(seed)
+            if torch.device(device).type == "cuda":
+                torch.cuda.manual_seed(seed)
+            with torch.device(device):
+                raw = list(self.module.get_inputs())
+        finally:
+            torch.random.set_rng_state(generator_state)
+        names = self.input_names
+        out = []
+        for i, value in enumerate(raw):
+            name = names[i] if i < len(names) else f"arg{i}"
+            out.append(cast_input(value, name, dtype, self.task, device))
+        return out
+
+
+def load_problem(task: Task, config: Config) -> Problem:
+    where = task.root / "reference.py" if not task.kernelbench else task.root / f"{task.id}.py"
+    try:
+        module = build_module(task.source, config.as_dict(), name="reference", where=where)
+    except TaskError:
+        raise
+    except Exception as exc:  # the reference itself failed to execute: the task is unusable
+        raise TaskError(f"{task.id} [{config.label}]: reference.py failed to execute: "
+                        f"{type(exc).__name__}: {exc}") from None
+    return Problem(task, config, module)
+
+
+def cast_input(value: Any, name: str, dtype: str, task: Task, device: str | torch.device) -> Any:
+    if not isinstance(value, torch.Tensor):
+        return value
+    value = value.to(device)
+    if value.is_floating_point() and name not in task.keep_dtype:
+        value = value.to(TORCH_DTYPES[dtype])
+    return value.contiguous() if not value.is_contiguous() else value
+
+
+def randomize_parameters(model: torch.nn.Module, seed: int) -> None:
+    """Replace constant-initialised floating parameters and buffers by random values near them.
+
+    Default initialisations such as ``weight = ones`` or ``bias = zeros`` would let a kernel that
+    ignores the weight pass; non-constant initialisations are already random and are kept.
+    Values stay within ±50% of the constant (at least ±0.5), so variances stay positive.
+    """
+    generator = torch.Generator().manual_seed(seed + 7919)
+    with torch.no_grad():
+        for _, tensor in _named_state(model):
+            if not tensor.is_floating_point() or tensor.numel() == 0:
+                continue
+            flat = tensor.detach().reshape(-1)
+            if bool((flat == flat[0]).all()):
+                centre = float(flat[0])
+                scale = max(abs(centre), 1.0) * 0.5
+                noise = (torch.rand(tensor.shape, generator=generator, dtype=torch.float64) * 2 - 1) * scale
+                tensor.copy_((centre + noise).to(tensor.dtype))
+
+
+def _named_state(model: torch.nn.Module):
+    yield from model.named_parameters()
+    yield from model.named_buffers()
+
+
+def build_model(model_cls: type, init_inputs: list[Any], seed: int) -> torch.nn.Module:
+    """Instantiate under ``seed`` (identical seeding for reference and candidate), then randomize."""
+    torch.manual_seed(seed)
+    model = model_cls(*init_inputs)
+    randomize_parameters(model, seed)
+    return model
+
+
+def cast_model(model: torch.nn.Module, dtype: str, task: Task, device: str | torch.device) -> torch.nn.Module:
+    model = model.to(device)
+    target = TORCH_DTYPES[dtype]
+    with torch.no_grad():
+        for name, tensor in _named_state(model):
+            if tensor.is_floating_point() and name.split(".")[-1] not in task.keep_dtype:
+                tensor.data = tensor.data.to(target)
+    return model
+
+
+def copy_matching_state(source: dict[str, torch.Tensor], model: torch.nn.Module) -> list[str]:
+    """Copy entries of ``source`` into ``model`` where names and shapes match; returns the names copied."""
+    copied = []
+    own = dict(_named_state(model))
+    with torch.no_grad():
+        for name, tensor in own.items():
+            theirs = source.get(name)
+            if theirs is not None and theirs.shape == tensor.shape:
+                tensor.copy_(theirs.to(tensor.dtype))
+                copied.append(name)
+    return copied
+
+
+def perturb_for_domain(x: torch.Tensor, domain: InputDomain, kind: str, generator: torch.Generator) -> torch.Tensor:
+    """An adversarial variant of ``x`` of the given ``kind`` that stays inside ``domain``."""
+    if domain is InputDomain.INDEX or not x.is_floating_point():
+        return x
+    shape, dev = x.shape, x.device
+    base = torch.randn(shape, generator=generator, dtype=torch.float32).to(dev)
+    if kind == "large":
+        y = base * 1e3 if x.dtype in (torch.float16,) else base * 1e4
+    elif kind == "tiny":
+        y = base * 1e-3
+    elif kind == "mixed":
+        scale = torch.exp(torch.randn(shape, generator=generator) * 2.0).to(dev)
+        y = base * scale
+    elif kind == "heavy_tailed":
+        denom = torch.randn(shape, generator=generator).abs().clamp_min(1e-3).to(dev)
+        y = (base / denom).clamp(-1e3, 1e3)  # ratio of normals: Cauchy-like tails
+    elif kind == "constant_rows":
+        y = base[..., :1].expand(shape).clone() if x.dim() > 0 else base
+    else:
+        raise ValueError(kind)
+    if domain is InputDomain.POSITIVE:
+        y = y.abs() + 1e-3
+    elif domain is InputDomain.UNIT:
+        y = torch.sigmoid(y)
+    elif domain is InputDomain.PROBABILITY:
+        y = torch.softmax(y.float().clamp(-30, 30), dim=-1)
+    return y.to(x.dtype)
