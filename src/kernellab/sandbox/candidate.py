@@ -1,0 +1,147 @@
+"""The judge's handle on one candidate child: requests with deadlines, and a diagnosis when it dies.
+
+A child that hangs is killed with its whole process group; one that dies (segfault, ``os._exit``,
+an OOM kill) is described from its exit status and the tail of its log. Either way the caller gets a
+``ChildFailure`` with one readable line, and the session starts a fresh child for the next candidate.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from kernellab.sandbox.channel import Channel, ChannelClosed, ChannelTimeout, ProtocolError
+from kernellab.sandbox.forkserver import ForkServer
+
+_SIGNAL_WORDS = {signal.SIGSEGV: "segmentation fault", signal.SIGABRT: "abort", signal.SIGKILL: "killed",
+                 signal.SIGBUS: "bus error", signal.SIGFPE: "floating-point exception",
+                 signal.SIGILL: "illegal instruction"}
+
+
+class ChildFailure(RuntimeError):
+    """The child died, hung or spoke out of protocol. ``reason`` is one of: died, timeout, protocol."""
+
+    def __init__(self, reason: str, message: str):
+        super().__init__(message)
+        self.reason = reason
+
+
+class CandidateError(RuntimeError):
+    """The candidate's code raised inside the child; the child itself is still healthy."""
+
+    def __init__(self, reply: dict[str, Any]):
+        super().__init__(reply.get("error") or "candidate raised")
+        self.exc_type = reply.get("exc_type", "")
+        self.in_interpreter = bool(reply.get("in_interpreter"))
+        self.traceback = reply.get("traceback", "")
+
+
+@dataclass
+class ChildSpec:
+    device: str  # "cuda" | "cpu"
+    interpret: bool
+    env: dict[str, str]
+    log_path: Path
+    memory_fraction: float | None = None
+    fp32_precision: str = "ieee"
+
+
+class CandidateProcess:
+    def __init__(self, server: ForkServer, spec: ChildSpec, start_timeout: float = 120.0):
+        self.spec = spec
+        self.server = server
+        judge_end, child_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        payload = {"device": spec.device, "interpret": spec.interpret, "env": spec.env,
+                   "log_path": str(spec.log_path), "memory_fraction": spec.memory_fraction,
+                   "fp32_precision": spec.fp32_precision}
+        self.pid = server.spawn(payload, child_end.fileno())
+        child_end.close()
+        self.channel = Channel(judge_end)
+        self.dead: str | None = None
+        hello = self._receive(start_timeout)
+        if not hello.get("ok"):
+            self.kill()
+            raise ChildFailure("died", f"the sandbox could not start: {hello.get('error')}")
+
+    def request(self, op: str, timeout: float, **kwargs: Any) -> Any:
+        """Send one request; return its value, raise CandidateError or ChildFailure."""
+        if self.dead:
+            raise ChildFailure("died", self.dead)
+        try:
+            self.channel.send({"op": op, **kwargs})
+        except ChannelClosed:
+            raise self._failure("died") from None
+        reply = self._receive(timeout)
+        if not isinstance(reply, dict) or "ok" not in reply:
+            self.kill()
+            raise ChildFailure("protocol", "the candidate process answered out of protocol")
+        if not reply["ok"]:
+            raise CandidateError(reply)
+        return reply.get("value")
+
+    def _receive(self, timeout: float) -> Any:
+        try:
+            return self.channel.recv(timeout)
+        except ChannelTimeout:
+            self.kill()
+            self.dead = f"no answer within {timeout:.0f} s (killed: infinite loop or hang)"
+            raise ChildFailure("timeout", self.dead) from None
+        except ChannelClosed:
+            raise self._failure("died") from None
+        except ProtocolError as exc:
+            self.kill()
+            self.dead = f"the candidate process sent a malformed message ({exc})"
+            raise ChildFailure("protocol", self.dead) from None
+
+    def _failure(self, reason: str) -> ChildFailure:
+        self.dead = self._diagnose()
+        self.kill()
+        return ChildFailure(reason, self.dead)
+
+    def _diagnose(self) -> str:
+        status = None
+        for _ in range(40):  # the server reaps on its own clock
+            status = self.server.status(self.pid) if self.server.alive() else None
+            if status is not None:
+                break
+            time.sleep(0.05)
+        tail = self.log_tail()
+        if status is None:
+            what = "the candidate process closed its channel"
+        elif "signal" in status:
+            sig = signal.Signals(status["signal"])
+            what = f"the candidate process was killed by {sig.name} ({_SIGNAL_WORDS.get(sig, 'signal')})"
+        else:
+            what = f"the candidate process exited early with status {status['exitcode']}"
+        return f"{what}{': ' + tail if tail else ''}"
+
+    def log_tail(self, lines: int = 3) -> str:
+        try:
+            text = self.spec.log_path.read_text(errors="replace")
+        except OSError:
+            return ""
+        interesting = [ln.strip() for ln in text.splitlines() if ln.strip()]
+        errors = [ln for ln in interesting if "Error" in ln or "error" in ln]
+        chosen = errors[-1:] if errors else interesting[-lines:]
+        return " | ".join(chosen)[:400]
+
+    def kill(self) -> None:
+        try:
+            os.killpg(self.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+        self.channel.close()
+
+    def close(self) -> None:
+        if not self.dead:
+            try:
+                self.channel.send({"op": "exit"})
+                self.channel.recv(5)
+            except (ChannelClosed, ChannelTimeout, ProtocolError):
+                pass
+        self.kill()

@@ -1,0 +1,150 @@
+"""Framed messages between the judge and a candidate child over a Unix socket.
+
+Tensors cross by reference where they live on the GPU (CUDA IPC handles, so the judge reads the very
+memory the candidate wrote, after the child synchronised) and by value where they live on the CPU.
+The judge decodes with an allow-list unpickler: a child runs untrusted code, so what it sends is
+data, never code, and can never name a class or function outside the list below.
+"""
+
+from __future__ import annotations
+
+import io
+import pickle
+import select
+import socket
+import struct
+import time
+from typing import Any
+
+import torch
+
+MAX_MESSAGE_BYTES = 4 << 30
+_HEADER = struct.Struct("!Q")
+
+
+class ChannelClosed(ConnectionError):
+    """The peer closed the socket or died."""
+
+
+class ChannelTimeout(TimeoutError):
+    """The peer sent nothing within the deadline."""
+
+
+class ProtocolError(RuntimeError):
+    """The peer sent something that is not a well-formed message of the protocol."""
+
+
+def _rebuild_cpu(dtype: str, shape: tuple[int, ...], data: bytes) -> torch.Tensor:
+    if not isinstance(data, (bytes, bytearray)):
+        raise ProtocolError("tensor payload is not bytes")
+    dt = getattr(torch, dtype.removeprefix("torch."), None)
+    if not isinstance(dt, torch.dtype):
+        raise ProtocolError(f"unknown dtype {dtype!r}")
+    flat = torch.frombuffer(bytearray(data), dtype=torch.uint8) if data else torch.empty(0, dtype=torch.uint8)
+    return flat.view(dt).reshape(shape).clone() if flat.numel() else torch.empty(shape, dtype=dt)
+
+
+class _Pickler(pickle.Pickler):
+    def reducer_override(self, obj: Any):
+        if type(obj) is torch.nn.Parameter:
+            obj = obj.detach()
+        if isinstance(obj, torch.Tensor):
+            tensor = obj.detach()
+            if tensor.is_cuda:
+                from torch.multiprocessing.reductions import reduce_tensor
+
+                return reduce_tensor(tensor)
+            contiguous = tensor.contiguous()
+            raw = contiguous.view(torch.uint8).numpy().tobytes() if contiguous.numel() else b""
+            return _rebuild_cpu, (str(contiguous.dtype), tuple(contiguous.shape), raw)
+        return NotImplemented
+
+
+_ALLOWED = {
+    ("kernellab.sandbox.channel", "_rebuild_cpu"),
+    ("torch.multiprocessing.reductions", "rebuild_cuda_tensor"),
+    ("torch.multiprocessing.reductions", "rebuild_tensor"),
+    ("torch", "Tensor"),
+    ("torch", "Size"),
+    ("torch", "device"),
+    ("torch.storage", "UntypedStorage"),
+    ("torch", "UntypedStorage"),
+    ("builtins", "slice"),
+    ("builtins", "complex"),
+    ("builtins", "set"),
+    ("builtins", "frozenset"),
+    ("collections", "OrderedDict"),
+}
+
+
+class _Unpickler(pickle.Unpickler):
+    def find_class(self, module: str, name: str):
+        if (module, name) in _ALLOWED:
+            return super().find_class(module, name)
+        if module == "torch" and isinstance(getattr(torch, name, None), torch.dtype):
+            return getattr(torch, name)
+        raise ProtocolError(f"message names a forbidden object {module}.{name}")
+
+
+def dumps(obj: Any) -> bytes:
+    buffer = io.BytesIO()
+    _Pickler(buffer, protocol=pickle.HIGHEST_PROTOCOL).dump(obj)
+    return buffer.getvalue()
+
+
+def loads(data: bytes) -> Any:
+    try:
+        return _Unpickler(io.BytesIO(data)).load()
+    except ProtocolError:
+        raise
+    except Exception as exc:  # malformed bytes from an untrusted peer
+        raise ProtocolError(f"malformed message: {type(exc).__name__}: {exc}") from None
+
+
+class Channel:
+    """One end of a judge↔child connection: length-prefixed pickles with deadlines."""
+
+    def __init__(self, sock: socket.socket):
+        self.sock = sock
+        self.sock.setblocking(True)
+
+    @classmethod
+    def from_fd(cls, fd: int) -> Channel:
+        return cls(socket.socket(fileno=fd))
+
+    def send(self, obj: Any) -> None:
+        payload = dumps(obj)
+        try:
+            self.sock.sendall(_HEADER.pack(len(payload)) + payload)
+        except OSError as exc:
+            raise ChannelClosed(str(exc)) from None
+
+    def recv(self, timeout: float | None = None) -> Any:
+        deadline = None if timeout is None else time.monotonic() + timeout
+        (size,) = _HEADER.unpack(self._read(_HEADER.size, deadline))
+        if size > MAX_MESSAGE_BYTES:
+            raise ProtocolError(f"message of {size} bytes exceeds the limit")
+        return loads(self._read(size, deadline))
+
+    def _read(self, n: int, deadline: float | None) -> bytes:
+        chunks, got = [], 0
+        while got < n:
+            if deadline is not None:
+                left = deadline - time.monotonic()
+                if left <= 0 or not select.select([self.sock], [], [], left)[0]:
+                    raise ChannelTimeout("no answer within the deadline")
+            try:
+                chunk = self.sock.recv(min(n - got, 1 << 22))
+            except OSError as exc:
+                raise ChannelClosed(str(exc)) from None
+            if not chunk:
+                raise ChannelClosed("peer closed the connection")
+            chunks.append(chunk)
+            got += len(chunk)
+        return b"".join(chunks)
+
+    def close(self) -> None:
+        try:
+            self.sock.close()
+        except OSError:
+            pass

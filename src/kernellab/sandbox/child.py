@@ -1,0 +1,279 @@
+"""The candidate child: runs one candidate's code and sends back raw data, never judgements.
+
+Everything here runs in the same process as untrusted code, so nothing here decides anything:
+it loads the candidate, calls it on inputs the judge owns (shared by CUDA IPC, so the judge can
+rewrite them in place between calls), and returns outputs, event times and evidence (GPU trace,
+op log, thread count). The judge compares, times and rules.
+
+Functions the harness relies on are bound at import time, before any candidate code runs, so a
+candidate that reassigns ``torch.cuda.Event.elapsed_time`` or ``time.perf_counter`` changes what it
+sees, not what the harness measures.
+"""
+
+from __future__ import annotations
+
+import faulthandler
+import importlib.util
+import os
+import resource
+import sys
+import threading
+import time
+import traceback
+from typing import Any
+
+import torch
+
+from kernellab.sandbox.channel import Channel, ChannelClosed
+from kernellab.sandbox.evidence import OpLog, kernel_records, mark_launch_stream, track_interpreter_launches
+
+_perf_counter = time.perf_counter
+_synchronize = torch.cuda.synchronize
+_thread_count = threading.active_count
+
+# Poison patterns: NaNs with a payload no arithmetic produces, so "this output element was never
+# written" is recognisable bit for bit.
+POISON = {torch.float32: 0x7FC0DEAD, torch.float16: 0x7E5A, torch.bfloat16: 0x7FDA, torch.float64: 0x7FF8DEADBEEFDEAD}
+
+
+class Harness:
+    def __init__(self, spec: dict[str, Any]):
+        self.device = spec["device"]
+        self.interpret = spec["interpret"]
+        self.module = None
+        self.models: dict[str, torch.nn.Module] = {}
+        self.keep: list[Any] = []  # tensors the judge still reads through IPC
+        self.base_threads = _thread_count()
+        self.launches = track_interpreter_launches() if self.interpret else None
+        tf32 = spec.get("fp32_precision") == "tf32"
+        torch.backends.cuda.matmul.allow_tf32 = tf32
+        torch.backends.cudnn.allow_tf32 = tf32
+        if self.device == "cuda":
+            torch.cuda.init()
+            fraction = spec.get("memory_fraction")
+            if fraction:
+                torch.cuda.set_per_process_memory_fraction(float(fraction))
+
+    # -------------------------------------------------------------------------------- operations
+
+    def op_import(self, path: str) -> dict[str, Any]:
+        started = _perf_counter()
+        name = f"kernellab_candidate_{os.getpid()}"
+        module_spec = importlib.util.spec_from_file_location(name, path)
+        module = importlib.util.module_from_spec(module_spec)
+        sys.modules[name] = module
+        module_spec.loader.exec_module(module)
+        if not isinstance(getattr(module, "ModelNew", None), type):
+            raise AttributeError("the candidate defines no class ModelNew")
+        self.module = module
+        return {"seconds": _perf_counter() - started}
+
+    def op_instantiate(self, key: str, init_inputs: list[Any], seed: int, state: dict[str, torch.Tensor],
+                       dtype: str, keep_dtype: list[str]) -> dict[str, Any]:
+        from kernellab.tasks.materialize import TORCH_DTYPES, copy_matching_state, randomize_parameters
+
+        torch.manual_seed(seed)  # constructed on the CPU, like the reference: identical seeding
+        model = self.module.ModelNew(*init_inputs)
+        randomize_parameters(model, seed)
+        model = model.to(self.device)
+        target = TORCH_DTYPES[dtype]
+        for name, tensor in list(model.named_parameters()) + list(model.named_buffers()):
+            if tensor.is_floating_point() and name.split(".")[-1] not in keep_dtype:
+                tensor.data = tensor.data.to(target)
+        copied = copy_matching_state(state, model)
+        self.models.clear()  # one live model at a time keeps GPU memory bounded
+        self.models[key] = model
+        return {"copied": copied}
+
+    def op_run(self, key: str, calls: list[dict[str, Any]], poison_bytes: list[int],
+               profile: bool) -> dict[str, Any]:
+        """Call the model once per entry; each entry: inputs, and for backward grad_outputs + wrt."""
+        model = self.models[key]
+        self.keep = []
+        results = []
+        oplog = OpLog(self.launches) if self.device == "cpu" else None
+        profiler = _start_profiler() if profile and self.device == "cuda" else None
+        try:
+            for call in calls:
+                self._poison(poison_bytes)
+                results.append(self._one_call(model, call, oplog))
+        finally:
+            trace = _stop_profiler(profiler) if profiler is not None else None
+        own_ran = sorted(self.launches.names) if self.launches else None
+        return {"results": results, "ops": oplog.ops if oplog else None, "trace": trace,
+                "threads": _thread_count() - self.base_threads, "interpreted_kernels": own_ran}
+
+    def op_time(self, key: str, input_sets: list[list[Any]], plan: dict[str, Any], weights: torch.Tensor,
+                backward: dict[str, Any] | None) -> dict[str, Any]:
+        """Time calls rotating over ``input_sets``; every call's outputs are fingerprinted afterwards."""
+        from kernellab.sandbox.clock import TimingPlan, measure
+
+        model = self.models[key]
+        fingerprints: list[tuple[int, list[float]]] = []
+
+        def call(i: int) -> Any:
+            args = input_sets[i]
+            if backward is None:
+                with torch.no_grad():
+                    return model(*args)
+            outs = model(*args)
+            wrt = [args[j] for j in backward["wrt"]] + [p for p in model.parameters() if p.requires_grad]
+            flat = _flatten(outs)
+            return torch.autograd.grad(flat, wrt, backward["grad_outputs"][i], allow_unused=True)
+
+        def after(i: int, outputs: Any) -> None:
+            fingerprints.append((i, [_fingerprint(t, weights) for t in _flatten(outputs)]))
+
+        if backward is not None:
+            for j in backward["wrt"]:
+                for args in input_sets:
+                    args[j].requires_grad_(True)
+        times = measure(call, len(input_sets), TimingPlan(**plan), after=after)
+        values = [(i, [float(f) for f in fps]) for i, fps in fingerprints]
+        return {"times": times.as_dict(), "fingerprints": values, "threads": _thread_count() - self.base_threads}
+
+    # -------------------------------------------------------------------------------- internals
+
+    def _one_call(self, model: torch.nn.Module, call: dict[str, Any], oplog: OpLog | None) -> dict[str, Any]:
+        inputs = call["inputs"]
+        wrt_idx = call.get("wrt")
+        if wrt_idx is not None:
+            for j in wrt_idx:
+                inputs[j].requires_grad_(True)
+        context = oplog if oplog is not None else _null()
+        with context:
+            if wrt_idx is None:
+                with torch.no_grad():
+                    out = model(*inputs)
+            else:
+                out = model(*inputs)
+        flat = _flatten(out)
+        grads = None
+        if wrt_idx is not None:
+            params = [p for p in model.parameters() if p.requires_grad]
+            wrt = [inputs[j] for j in wrt_idx] + params
+            with context:
+                got = torch.autograd.grad([t for t in flat if isinstance(t, torch.Tensor) and t.requires_grad],
+                                          wrt, call["grad_outputs"], allow_unused=True)
+            grads = {"inputs": list(got[:len(wrt_idx)]),
+                     "params": {n: g for (n, p), g in zip(_grad_params(model), got[len(wrt_idx):])}}
+        if self.device == "cuda":
+            _synchronize()
+        types = [type(t).__module__ + "." + type(t).__qualname__ for t in flat]
+        # Copies: the judge must see what the output held when the call returned, not later writes.
+        sendable = [t.detach().clone() if isinstance(t, torch.Tensor) else t for t in flat]
+        self.keep.append(sendable)
+        return {"outputs": sendable, "types": types, "structure": _structure(out), "grads": grads}
+
+    def _poison(self, sizes: list[int]) -> None:
+        """Fill blocks the size of the expected outputs with the poison pattern, then free them.
+
+        The caching allocator hands these very blocks to the candidate's next allocations of that
+        size, so an output it never writes reads back as poison instead of a stale correct result.
+        """
+        if self.device != "cuda":
+            return
+        blocks = []
+        for nbytes in sizes:
+            block = torch.empty(max(nbytes // 4, 1), dtype=torch.int32, device="cuda")
+            block.fill_(POISON[torch.float32] - (1 << 32))
+            blocks.append(block)
+        del blocks
+
+
+def _grad_params(model: torch.nn.Module):
+    return [(n, p) for n, p in model.named_parameters() if p.requires_grad]
+
+
+def _flatten(out: Any) -> list[Any]:
+    if isinstance(out, (tuple, list)):
+        return [x for item in out for x in _flatten(item)]
+    return [out]
+
+
+def _structure(out: Any) -> Any:
+    if isinstance(out, (tuple, list)):
+        return [type(out).__name__, [_structure(x) for x in out]]
+    return "leaf"
+
+
+def _fingerprint(t: Any, weights: torch.Tensor) -> float:
+    if not isinstance(t, torch.Tensor):
+        return float("nan")
+    flat = t.detach().reshape(-1)
+    n = min(flat.numel(), weights.numel())
+    if n == 0:
+        return 0.0
+    values = flat[:n].to(torch.float64)
+    values = torch.nan_to_num(values, nan=1e300, posinf=1e300, neginf=-1e300)
+    return float((values * weights[:n].to(values.device)).sum())
+
+
+class _null:
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+
+def _start_profiler():
+    from torch.profiler import ProfilerActivity, profile
+
+    prof = profile(activities=[ProfilerActivity.CUDA])
+    prof.__enter__()
+    mark_launch_stream()
+    return prof
+
+
+def _stop_profiler(prof) -> list[dict[str, Any]]:
+    _synchronize()
+    prof.__exit__(None, None, None)
+    return kernel_records(prof)
+
+
+def _describe(exc: BaseException) -> str:
+    text = f"{type(exc).__name__}: {exc}".strip().splitlines()
+    return text[0][:500] if text else type(exc).__name__
+
+
+def main(fd: int, spec: dict[str, Any]) -> int:
+    log_fd = os.open(spec["log_path"], os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    os.dup2(log_fd, 1)
+    os.dup2(log_fd, 2)
+    os.close(log_fd)
+    null_in = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(null_in, 0)
+    os.environ.clear()
+    os.environ.update(spec["env"])
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    faulthandler.enable(file=sys.stderr)
+    channel = Channel.from_fd(fd)
+    try:
+        harness = Harness(spec)
+    except BaseException as exc:  # noqa: BLE001
+        channel.send({"ok": False, "error": _describe(exc), "harness": True})
+        return 1
+    channel.send({"ok": True, "pid": os.getpid()})
+    while True:
+        try:
+            request = channel.recv()
+        except ChannelClosed:
+            return 0
+        op = request.pop("op")
+        if op == "exit":
+            channel.send({"ok": True})
+            return 0
+        started = _perf_counter()
+        try:
+            value = getattr(harness, f"op_{op}")(**request)
+            reply = {"ok": True, "value": value}
+        except BaseException as exc:  # noqa: BLE001 - candidate code may raise anything
+            traceback.print_exc()
+            in_interp = bool(harness.launches and harness.launches.depth)
+            if harness.launches:
+                harness.launches.depth = 0
+            reply = {"ok": False, "error": _describe(exc), "exc_type": type(exc).__name__,
+                     "in_interpreter": in_interp, "traceback": traceback.format_exc()[-4000:]}
+        reply["seconds"] = _perf_counter() - started
+        channel.send(reply)

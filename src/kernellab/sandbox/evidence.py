@@ -1,0 +1,81 @@
+"""Evidence of what a candidate actually ran, collected in the child and judged by the judge.
+
+On a GPU: the kernels of a CUPTI trace with their streams. The launch stream is identified by a
+marker kernel the harness issues on it inside the trace, because CUPTI numbers streams its own way.
+On the CPU (Triton interpreter): the names of the candidate's Triton functions the interpreter ran,
+and a dispatch-level log of aten ops issued outside those launches (the interpreter itself issues
+aten ops, which must not be charged to the candidate).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+from torch.utils._python_dispatch import TorchDispatchMode
+
+MARKER_NUMEL = 7919  # a prime, so the marker fill is recognisable by its size in the trace
+
+
+class InterpreterLaunches:
+    """Counts interpreter grid launches by kernel name; ``depth`` > 0 while one is executing."""
+
+    def __init__(self) -> None:
+        self.names: set[str] = set()
+        self.depth = 0
+
+
+def track_interpreter_launches() -> InterpreterLaunches | None:
+    try:
+        from triton.runtime import interpreter
+    except ImportError:
+        return None
+    state = InterpreterLaunches()
+    original = interpreter.GridExecutor.__call__
+
+    def traced_call(self, *args, **kwargs):
+        state.names.add(getattr(self.fn, "__name__", "?"))
+        state.depth += 1
+        try:
+            return original(self, *args, **kwargs)
+        finally:
+            state.depth -= 1
+
+    interpreter.GridExecutor.__call__ = traced_call
+    return state
+
+
+class OpLog(TorchDispatchMode):
+    """Aten ops the candidate issued outside interpreted kernel launches."""
+
+    def __init__(self, launches: InterpreterLaunches | None):
+        super().__init__()
+        self.launches = launches
+        self.ops: list[str] = []
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        if self.launches is None or self.launches.depth == 0:
+            self.ops.append(str(func))
+        return func(*args, **(kwargs or {}))
+
+
+def launch_stream_id() -> int:
+    return int(torch.cuda.current_stream().cuda_stream)
+
+
+def mark_launch_stream() -> None:
+    """Issue a recognisable fill on the current stream; its trace record names the launch stream."""
+    torch.empty(MARKER_NUMEL, dtype=torch.float32, device="cuda").fill_(1.0)
+
+
+def kernel_records(prof: Any) -> list[dict[str, Any]]:
+    """GPU activity of a finished ``torch.profiler.profile``: name, stream, µs, and whether it is a marker."""
+    records = []
+    for event in prof.profiler.kineto_results.events():
+        if event.device_type() != torch.autograd.DeviceType.CUDA:
+            continue
+        name = event.name()
+        records.append({"name": name, "stream": int(event.device_resource_id()),
+                        "duration_us": event.duration_ns() / 1000.0, "start_ns": int(event.start_ns())})
+    records.sort(key=lambda r: r["start_ns"])
+    return records  # records[0] is the marker of mark_launch_stream()

@@ -1,0 +1,162 @@
+"""The fork server: a process with torch and triton imported that has never touched CUDA.
+
+Forking it gives a candidate child in milliseconds instead of the seconds a fresh interpreter needs
+to import torch, while each child still starts clean: no monkeypatches, TF32 flags, threads or
+caches from an earlier candidate. CUDA is initialised only in the child, after the fork, which is
+why the server itself must never touch it.
+
+Protocol on the server socket (one JSON line per request, answers likewise):
+  {"op": "spawn", "spec": {...}}  + one file descriptor (the child's end of its channel) → {"pid": N}
+  {"op": "status", "pid": N}     → {"status": None | {"exitcode": int} | {"signal": int}}
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import select
+import signal
+import socket
+import subprocess
+import sys
+import threading
+from pathlib import Path
+from typing import Any
+
+log = logging.getLogger(__name__)
+
+_PRELOAD = ("torch", "triton", "triton.language", "numpy")
+
+
+class ForkServerError(RuntimeError):
+    pass
+
+
+class ForkServer:
+    """The judge's handle on the fork server process."""
+
+    def __init__(self, env: dict[str, str], log_path: Path):
+        self._lock = threading.Lock()
+        parent, child = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        self._log = open(log_path, "ab")
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "kernellab.sandbox.forkserver", str(child.fileno())],
+            pass_fds=[child.fileno()], env=env, stdin=subprocess.DEVNULL, stdout=self._log,
+            stderr=subprocess.STDOUT, start_new_session=True)
+        child.close()
+        self.sock = parent
+        self._reader = parent.makefile("rb")
+        ready = self._read_line(timeout=120)
+        if ready.get("ready") is not True:
+            raise ForkServerError(f"fork server failed to start: {ready}")
+
+    def spawn(self, spec: dict[str, Any], child_fd: int) -> int:
+        with self._lock:
+            message = (json.dumps({"op": "spawn", "spec": spec}) + "\n").encode()
+            socket.send_fds(self.sock, [message], [child_fd])
+            return int(self._read_line(timeout=60)["pid"])
+
+    def status(self, pid: int) -> dict[str, int] | None:
+        with self._lock:
+            self.sock.sendall((json.dumps({"op": "status", "pid": pid}) + "\n").encode())
+            return self._read_line(timeout=30)["status"]
+
+    def _read_line(self, timeout: float) -> dict[str, Any]:
+        if not select.select([self.sock], [], [], timeout)[0]:
+            raise ForkServerError("fork server did not answer")
+        line = self._reader.readline()
+        if not line:
+            raise ForkServerError(f"fork server exited (status {self.proc.poll()})")
+        return json.loads(line)
+
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def close(self) -> None:
+        try:
+            self.sock.close()
+        except OSError:
+            pass
+        if self.proc.poll() is None:
+            try:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            self.proc.wait(timeout=10)
+        self._log.close()
+
+
+# ---------------------------------------------------------------------------------------- server side
+
+
+def _serve(fd: int) -> None:
+    for name in _PRELOAD:
+        __import__(name)
+    import kernellab.sandbox.child  # noqa: F401  (imported before forking: children start warm)
+
+    sock = socket.socket(fileno=fd)
+    statuses: dict[int, dict[str, int]] = {}
+    sock.sendall(b'{"ready": true}\n')
+    buffer = b""
+    while True:
+        _reap(statuses)
+        readable = select.select([sock], [], [], 0.5)[0]
+        if not readable:
+            continue
+        data, fds, _, _ = socket.recv_fds(sock, 1 << 20, 4)
+        if not data:
+            return
+        buffer += data
+        while b"\n" in buffer:
+            line, buffer = buffer.split(b"\n", 1)
+            request = json.loads(line)
+            if request["op"] == "spawn":
+                pid = _fork_child(sock, fds.pop(0), request["spec"])
+                sock.sendall((json.dumps({"pid": pid}) + "\n").encode())
+            elif request["op"] == "status":
+                _reap(statuses)
+                sock.sendall((json.dumps({"status": statuses.get(request["pid"])}) + "\n").encode())
+
+
+def _reap(statuses: dict[int, dict[str, int]]) -> None:
+    while True:
+        try:
+            pid, status = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            return
+        if os.WIFSIGNALED(status):
+            statuses[pid] = {"signal": os.WTERMSIG(status)}
+        else:
+            statuses[pid] = {"exitcode": os.waitstatus_to_exitcode(status)}
+
+
+def _fork_child(server_sock: socket.socket, child_fd: int, spec: dict[str, Any]) -> int:
+    pid = os.fork()
+    if pid:
+        os.close(child_fd)
+        return pid
+    # In the child: never return into the server loop, whatever happens.
+    code = 70
+    try:
+        server_sock.close()
+        os.setsid()
+        from kernellab.sandbox import child
+
+        code = child.main(child_fd, spec)
+    except BaseException:  # noqa: BLE001 - report and leave
+        import traceback
+
+        traceback.print_exc()
+    finally:
+        os._exit(code)
+
+
+def main(argv: list[str]) -> None:
+    _serve(int(argv[1]))
+
+
+if __name__ == "__main__":
+    main(sys.argv)
