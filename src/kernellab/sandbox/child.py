@@ -163,7 +163,11 @@ class Harness:
         # Copies: the judge must see what the output held when the call returned, not later writes.
         sendable = [t.detach().clone() if isinstance(t, torch.Tensor) else t for t in flat]
         self.keep.append(sendable)
-        return {"outputs": sendable, "types": types, "structure": _structure(out), "grads": grads}
+        # On the CPU the judge cannot see this process's copies of the inputs: send them back so it
+        # can check for mutation. On the GPU the inputs are the judge's own memory.
+        after = [t.detach() if isinstance(t, torch.Tensor) else t for t in inputs] if self.device == "cpu" else None
+        return {"outputs": sendable, "types": types, "structure": _structure(out), "grads": grads,
+                "inputs_after": after}
 
     def _poison(self, sizes: list[int]) -> None:
         """Fill blocks the size of the expected outputs with the poison pattern, then free them.

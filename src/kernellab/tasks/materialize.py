@@ -37,6 +37,16 @@ class Problem:
         torch.manual_seed(0)
         return list(self.module.get_init_inputs())
 
+    def input_numel(self) -> int:
+        """Total elements of the inputs, found on the meta device without allocating them."""
+        torch.manual_seed(0)
+        try:
+            with torch.device("meta"):
+                raw = list(self.module.get_inputs())
+        except Exception:  # noqa: BLE001 - get_inputs does something meta cannot: measure for real
+            raw = list(self.module.get_inputs())
+        return sum(v.numel() for v in raw if isinstance(v, torch.Tensor))
+
     def inputs(self, seed: int, device: str | torch.device, dtype: str) -> list[Any]:
         """Fresh inputs from the reference's ``get_inputs`` under ``seed``, floating ones cast to ``dtype``."""
         generator_state = torch.random.get_rng_state()

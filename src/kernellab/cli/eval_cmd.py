@@ -1,0 +1,93 @@
+"""``kernellab eval``: one verdict for one candidate against one task."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Optional
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from kernellab.cli.errors import UsageError, report_usage_error
+from kernellab.evaluate.options import EvalOptions
+from kernellab.evaluate.session import EvalSession
+from kernellab.evaluate.verdict import Verdict
+from kernellab.tasks.load import load_task
+from kernellab.tasks.model import Policy, TaskError
+
+
+def eval_command(
+    task: str = typer.Option(..., "--task", help="suite id (e.g. normalization/rmsnorm), task folder or .py file"),
+    candidate: Path = typer.Option(..., "--candidate", help="Python file defining class ModelNew"),
+    policy: Optional[Policy] = typer.Option(None, "--policy", help="strict | kernelbench | off (default: the task's)"),
+    configs: str = typer.Option("all", "--configs", help="seen | holdout | all"),
+    dtype: Optional[list[str]] = typer.Option(None, "--dtype", help="evaluate only this dtype (repeatable)"),
+    seed: int = typer.Option(0, "--seed"),
+    device: Optional[str] = typer.Option(None, "--device", help="cuda | cpu (default: cuda when present)"),
+    as_json: bool = typer.Option(False, "--json", help="print exactly one JSON document on stdout"),
+    debug: bool = typer.Option(False, "--debug", help="tracebacks and worker logs"),
+) -> None:
+    """Verify and time one candidate; exit 0 passed, 1 failed, 2 unusable input, 3 holdout failed."""
+    try:
+        if not candidate.is_file():
+            raise TaskError(f"candidate {candidate} does not exist or is not a file")
+        loaded = load_task(task)
+        options = EvalOptions(policy=policy, configs=configs, dtypes=tuple(dtype) if dtype else None, seed=seed,
+                              device=device, debug=debug)
+        console = Console(stderr=True)
+        with EvalSession(loaded, options) as session:
+            if not as_json:
+                console.print(f"[bold]{loaded.id}[/] on {session.device_label} ({session.mode.value})")
+            verdict = session.evaluate(candidate)
+    except UsageError as exc:
+        report_usage_error(exc, debug)
+        raise typer.Exit(2) from None
+    if as_json:
+        sys.stdout.write(verdict.to_json() + "\n")
+    else:
+        print_verdict(verdict, Console())
+    raise typer.Exit(verdict.exit_code)
+
+
+def print_verdict(verdict: Verdict, console: Console) -> None:
+    colour = "green" if verdict.status.value == "passed" else "red"
+    console.print(f"status [bold {colour}]{verdict.status.value}[/]  correct={verdict.correct}  "
+                  f"compiled={verdict.compiled}  policy={verdict.policy}  mode={verdict.mode.value}")
+    if verdict.error:
+        console.print(f"[red]{verdict.failed_stage.value if verdict.failed_stage else ''}: {verdict.error}[/]")
+    stages = Table(title="stages", show_edge=False)
+    for col in ("stage", "passed", "seconds", "configs", "note"):
+        stages.add_column(col)
+    for s in verdict.stages:
+        stages.add_row(s.name.value, "yes" if s.passed else "NO", f"{s.seconds:.2f}", str(len(s.configs)),
+                       s.skipped or s.error or "")
+    console.print(stages)
+    for v in verdict.violations:
+        console.print(f"[red]violation[/] {v.kind.value}: {v.detail}")
+    if verdict.timings:
+        table = Table(title="timings (µs, median)", show_edge=False)
+        for col in ("config", "dtype", "phase", "method", "candidate", "eager", "compile", "baseline",
+                    "×eager", "×compile", "% roofline"):
+            table.add_column(col)
+        for t in verdict.timings:
+            table.add_row(t.config, t.dtype, t.phase, t.method, f"{t.candidate_us:.1f}", _f(t.eager_us),
+                          _f(t.compile_us), _f(t.baseline_us), _f(t.speedup_vs_eager, 2),
+                          _f(t.speedup_vs_compile, 2), _f(t.pct_of_roofline, 1))
+        console.print(table)
+    s = verdict.speedup
+    if s.get("vs_eager"):
+        console.print(f"speedup (geomean): ×{_f(s['vs_eager'], 2)} vs eager, ×{_f(s['vs_compile'], 2)} vs compile"
+                      f", ×{_f(s['vs_baseline'], 2)} vs baseline")
+    h = verdict.holdout
+    if h.correct is not None:
+        console.print(f"holdout: {'correct' if h.correct else 'FAILED ' + ', '.join(h.failed_configs)}")
+    if verdict.compile_seconds is not None:
+        console.print(f"compile {verdict.compile_seconds:.2f} s, evaluation {verdict.elapsed_s:.2f} s")
+    for note in verdict.notes:
+        console.print(f"[dim]note: {note}[/]")
+
+
+def _f(x: float | None, digits: int = 1) -> str:
+    return "—" if x is None else f"{x:.{digits}f}"

@@ -1,0 +1,44 @@
+"""The ``kernellab`` command: one typer app, one module per command group.
+
+Errors a user can fix (a missing file, a malformed task, a bad flag) end with one line on stderr and
+exit status 2; ``--debug`` shows the traceback instead.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+
+import typer
+
+from kernellab.cli import doctor, eval_cmd, tasks_cmd
+from kernellab.cli.errors import UsageError, report_usage_error
+
+app = typer.Typer(name="kernellab", no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False,
+                  help="Benchmark, verify and optimize GPU kernels written by AI coding agents.")
+app.command("eval")(eval_cmd.eval_command)
+app.command("doctor")(doctor.doctor_command)
+app.add_typer(tasks_cmd.app, name="tasks")
+
+
+def main() -> None:
+    debug = "--debug" in sys.argv
+    logging.basicConfig(level=logging.DEBUG if debug else logging.WARNING,
+                        format="%(levelname)s %(name)s: %(message)s")
+    try:
+        app()
+    except UsageError as exc:
+        report_usage_error(exc, debug)
+        sys.exit(2)
+    except KeyboardInterrupt:
+        typer.secho("interrupted", err=True)
+        sys.exit(130)
+    except Exception as exc:  # a defect of ours: one line, the traceback with --debug
+        report_usage_error(RuntimeError(f"internal error: {type(exc).__name__}: {exc} (rerun with --debug)"), False)
+        if debug:
+            raise
+        sys.exit(2)
+
+
+if __name__ == "__main__":
+    main()

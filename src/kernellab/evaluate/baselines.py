@@ -1,0 +1,148 @@
+"""Baselines timed by the judge: eager PyTorch, ``torch.compile(dynamic=False)``, the task's baseline kernel.
+
+They are timed on the same GPU, the same input sets and with the same method as the candidate, and
+cached per (task hash, config, dtype, phase, device, versions), because a compile baseline costs
+seconds to tens of seconds and does not change between candidates. Eager is re-timed briefly on every
+call as a drift check: when it moved more than ``DRIFT_PCT`` from the cached value, the cached
+baselines are measured again.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import logging
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any, Callable
+
+import torch
+
+from kernellab.evaluate.reference import PARAM_SEED, Case
+from kernellab.sandbox.clock import TimingPlan, choose_and_time, summarize
+from kernellab.tasks.materialize import build_model, cast_model, copy_matching_state
+from kernellab.tasks.model import Config
+from kernellab.tasks.module import build_module
+
+log = logging.getLogger(__name__)
+
+DRIFT_PCT = 5.0
+
+
+@dataclass
+class BaselineTimes:
+    eager_us: float | None
+    compile_us: float | None
+    baseline_us: float | None
+    notes: tuple[str, ...] = ()
+
+
+def _cache_file(session) -> Path:
+    return session.resolved.cache_dir / "baselines.json"
+
+
+def _cache_key(session, config: Config, dtype: str, backward: bool) -> str:
+    v = session.versions
+    return "|".join([session.task.sha256[:16], config.label, dtype, "fwd+bwd" if backward else "fwd",
+                     session.device_label, v["torch"], v["triton"]])
+
+
+def _read_cache(path: Path) -> dict[str, Any]:
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError):
+        return {}
+
+
+def _write_cache(path: Path, key: str, value: dict[str, Any]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    data = _read_cache(path)
+    data[key] = value
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(data, indent=1, sort_keys=True))
+    tmp.replace(path)
+
+
+def _caller(model: Callable, sets: list[Case], backward: bool) -> Callable[[int], Any]:
+    if not backward:
+        def call(i: int) -> Any:
+            with torch.no_grad():
+                return model(*sets[i].inputs)
+        return call
+    params = [p for p in getattr(model, "parameters", lambda: [])() if p.requires_grad]
+
+    def call_bwd(i: int) -> Any:
+        case = sets[i]
+        args = list(case.inputs)
+        for j in case.grad_input_indices():
+            args[j] = args[j].detach().requires_grad_(True)
+        outs = model(*args)
+        flat = [o for o in (outs if isinstance(outs, (tuple, list)) else [outs]) if o is not None]
+        wrt = [args[j] for j in case.grad_input_indices()] + params
+        return torch.autograd.grad(flat, wrt, case.grad_outputs, allow_unused=True)
+
+    return call_bwd
+
+
+def _median_us(call: Callable[[int], Any], n_sets: int, plan: TimingPlan) -> float:
+    return summarize(choose_and_time(call, n_sets, plan).samples_us).median
+
+
+def _compiled(model: torch.nn.Module) -> Callable | None:
+    """``torch.compile`` of a copy of the eager model; None if Dynamo captured nothing (a fallback)."""
+    import torch._dynamo
+
+    torch._dynamo.reset()
+    before = torch._dynamo.utils.counters["stats"]["unique_graphs"]
+    compiled = torch.compile(copy.deepcopy(model), dynamic=False)
+    return compiled, before
+
+
+def _baseline_model(session, sets: list[Case]) -> torch.nn.Module:
+    """The task's own baseline kernel, built like a candidate: same seeding, the reference's weights."""
+    module = build_module(session.task.baseline_source, {}, name="baseline", where=session.task.root / "baseline.py")
+    case = sets[0]
+    model = cast_model(build_model(module.ModelNew, case.init_inputs, PARAM_SEED), case.dtype, session.task,
+                       session.device)
+    copy_matching_state(case.state, model)
+    return model
+
+
+def baseline_times(session, config: Config, dtype: str, backward: bool, sets: list[Case],
+                   plan: TimingPlan) -> BaselineTimes:
+    key = _cache_key(session, config, dtype, backward)
+    cache_file = _cache_file(session)
+    eager_call = _caller(sets[0].eager_model, sets, backward)
+    quick = replace(plan, max_samples=max(plan.min_samples, 60), budget_s=min(plan.budget_s, 0.3))
+    eager_now = _median_us(eager_call, len(sets), quick)
+    cached = _read_cache(cache_file).get(key)
+    if cached and cached.get("eager_us") and abs(eager_now / cached["eager_us"] - 1) * 100 <= DRIFT_PCT:
+        return BaselineTimes(cached["eager_us"], cached.get("compile_us"), cached.get("baseline_us"))
+    notes = []
+    if cached:
+        notes.append(f"eager drifted from {cached['eager_us']:.1f} to {eager_now:.1f} µs; baselines re-timed")
+    eager_us = _median_us(eager_call, len(sets), plan)
+    compile_us = None
+    try:
+        compiled, before = _compiled(sets[0].eager_model)
+        call = _caller(compiled, sets, backward)
+        call(0)
+        import torch._dynamo
+
+        if torch._dynamo.utils.counters["stats"]["unique_graphs"] > before:
+            compile_us = _median_us(call, len(sets), plan)
+        else:
+            notes.append("torch.compile captured no graph (fell back to eager): no compile baseline")
+    except Exception as exc:  # noqa: BLE001 - a reference Inductor cannot compile has no compile baseline
+        notes.append(f"torch.compile failed: {type(exc).__name__}: {str(exc)[:200]}")
+    baseline_us = None
+    if session.task.baseline_source:
+        try:
+            model = _baseline_model(session, sets)
+            baseline_us = _median_us(_caller(model, sets, backward), len(sets), plan)
+        except Exception as exc:  # noqa: BLE001
+            notes.append(f"baseline kernel failed: {type(exc).__name__}: {str(exc)[:200]}")
+    for case in sets:
+        case.restore_inputs()
+    _write_cache(cache_file, key, {"eager_us": eager_us, "compile_us": compile_us, "baseline_us": baseline_us})
+    return BaselineTimes(eager_us, compile_us, baseline_us, tuple(notes))

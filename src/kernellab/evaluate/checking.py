@@ -1,0 +1,216 @@
+"""One correctness call, judged: run the candidate on a case and compare everything it returned.
+
+This is where most exploit classes are caught, because it sees the raw evidence of every call:
+output types and shapes (output contract, deferred results), poison bit patterns (unwritten
+outputs), the inputs after the call (mutation), the op log or GPU trace (policy, side streams),
+and the error against float64 (correctness, precision downcasts).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+
+from kernellab.evaluate.policy import KernelRecord, judge_op_log, judge_trace
+from kernellab.evaluate.reference import Case
+from kernellab.evaluate.tolerance import compare_output
+from kernellab.evaluate.verdict import ConfigCheck, Violation, ViolationKind
+from kernellab.sandbox.child import POISON
+from kernellab.tasks.model import OutputSpec
+
+# A float32 error counts as a precision downcast when it is within this factor of what eager
+# PyTorch gets in a lower precision: far above float32 rounding, close to the lower format's.
+PRECISION_MATCH_FACTOR = 4.0
+
+
+@dataclass
+class CallOutcome:
+    check: ConfigCheck
+    violations: list[Violation] = field(default_factory=list)
+    outputs: list[torch.Tensor] = field(default_factory=list)
+
+    @property
+    def passed(self) -> bool:
+        return self.check.passed and not self.violations
+
+
+def poison_sizes(case: Case) -> list[int]:
+    return [int(r.numel() * torch.empty(0, dtype=dt).element_size())
+            for r, dt in zip(case.ref_outputs, case_out_dtypes(case))]
+
+
+def case_out_dtypes(case: Case) -> list[torch.dtype]:
+    return [o.dtype for o in case.expected_outputs]
+
+
+def run_case(ctx, case: Case, *, profile: bool = False, backward: bool = False,
+             label: str | None = None) -> CallOutcome:
+    """Restore the case's inputs, call the candidate once, and judge what came back."""
+    case.restore_inputs()
+    call: dict[str, Any] = {"inputs": case.inputs}
+    if backward:
+        call["wrt"] = case.grad_input_indices()
+        call["grad_outputs"] = case.grad_outputs
+    value = ctx.child.request("run", ctx.timeout, key=ctx.model_key(case), calls=[call],
+                              poison_bytes=poison_sizes(case), profile=profile)
+    result = value["results"][0]
+    where = label or case.problem.config.label
+    violations = _evidence_violations(ctx, value, where)
+    outputs = [o.clone() if isinstance(o, torch.Tensor) and o.is_cuda else o for o in result["outputs"]]
+    contract = _output_contract(case, outputs, result["types"], where)
+    violations += contract
+    inputs_after = result["inputs_after"] if result["inputs_after"] is not None else case.inputs
+    violations += _input_mutation(case, inputs_after, where)
+    check = ConfigCheck(config=where, dtype=case.dtype, max_abs_err=None, max_rel_err=None, tolerance=None)
+    if contract:
+        check.passed, check.note = False, contract[0].detail
+        return CallOutcome(check, violations, outputs)
+    mutated = [inputs_after[i] for i in case.mutated_indices()]
+    compared = outputs + mutated
+    check, poison = _compare_all(case, compared, where)
+    violations += poison
+    if not check.passed and not poison:
+        violations += _precision(case, compared, where)
+    if backward and check.passed:
+        check = _compare_grads(case, result["grads"], where, check)
+    return CallOutcome(check, violations, outputs)
+
+
+def _evidence_violations(ctx, value: dict[str, Any], where: str) -> list[Violation]:
+    found: list[Violation] = []
+    if value.get("threads", 0) > 0:
+        found.append(Violation(ViolationKind.DEFERRED_RESULT,
+                               f"{where}: the candidate left {value['threads']} extra thread(s) running"))
+    if value.get("ops") is not None:
+        found += judge_op_log(value["ops"], ctx.policy)
+    if value.get("interpreted_kernels") is not None and ctx.requires_own_kernel:
+        ran = set(value["interpreted_kernels"])
+        if not ran & set(ctx.scan.own_kernels.triton):
+            found.append(Violation(ViolationKind.POLICY, f"{where}: no Triton kernel of the candidate ran"))
+    if value.get("trace"):
+        records = [KernelRecord(name=r["name"], stream=r["stream"], duration_us=r["duration_us"])
+                   for r in value["trace"]]
+        marker, rest = records[0], records[1:]
+        judgement = judge_trace(rest, ctx.scan.own_kernels, ctx.policy, marker.stream)
+        ctx.trace_judgements.append(judgement)
+        found += judgement.violations
+    return found
+
+
+def _output_contract(case: Case, outputs: list[Any], types: list[str], where: str) -> list[Violation]:
+    expected = case.expected_outputs
+    if len(outputs) != len(expected):
+        return [Violation(ViolationKind.OUTPUT_CONTRACT,
+                          f"{where}: returned {len(outputs)} output(s), the reference returns {len(expected)}")]
+    problems = []
+    for i, (out, exp, type_name) in enumerate(zip(outputs, expected, types)):
+        if type_name != "torch.Tensor":
+            problems.append(Violation(ViolationKind.DEFERRED_RESULT,
+                                      f"{where}: output {i} is a {type_name}, not a plain torch.Tensor"))
+        elif not isinstance(out, torch.Tensor):
+            problems.append(Violation(ViolationKind.OUTPUT_CONTRACT, f"{where}: output {i} is not a tensor"))
+        elif tuple(out.shape) != tuple(exp.shape):
+            problems.append(Violation(ViolationKind.OUTPUT_CONTRACT,
+                                      f"{where}: output {i} has shape {tuple(out.shape)}, expected {tuple(exp.shape)}"))
+        elif out.dtype != exp.dtype:
+            problems.append(Violation(ViolationKind.OUTPUT_CONTRACT,
+                                      f"{where}: output {i} has dtype {out.dtype}, expected {exp.dtype}"))
+    return problems
+
+
+def _input_mutation(case: Case, after: list[Any], where: str) -> list[Violation]:
+    mutable = set(case.mutated_indices())
+    for i, (now, before) in enumerate(zip(after, case.pristine)):
+        if i in mutable or not isinstance(before, torch.Tensor):
+            continue
+        if not isinstance(now, torch.Tensor) or not _bitwise_equal(now.detach(), before):
+            name = case.names[i] if i < len(case.names) else f"#{i}"
+            return [Violation(ViolationKind.INPUT_MUTATION, f"{where}: input {name!r} was modified")]
+    return []
+
+
+def _bitwise_equal(a: torch.Tensor, b: torch.Tensor) -> bool:
+    if a.shape != b.shape or a.dtype != b.dtype:
+        return False
+    a, b = a.to(b.device).contiguous(), b.contiguous()
+    if a.is_floating_point():
+        width = {8: torch.int64, 4: torch.int32, 2: torch.int16, 1: torch.int8}[a.element_size()]
+        return bool(torch.equal(a.view(width), b.view(width)))
+    return bool(torch.equal(a, b))
+
+
+def _has_poison(t: torch.Tensor) -> bool:
+    pattern = POISON.get(t.dtype)
+    if pattern is None or t.numel() == 0:
+        return False
+    width = {4: torch.int32, 2: torch.int16, 8: torch.int64}[t.element_size()]
+    bits = t.contiguous().view(width)
+    signed = pattern - (1 << (8 * t.element_size())) if pattern >= 1 << (8 * t.element_size() - 1) else pattern
+    return bool((bits == signed).any())
+
+
+def _compare_all(case: Case, compared: list[torch.Tensor], where: str) -> tuple[ConfigCheck, list[Violation]]:
+    task = case.problem.task
+    named = case.named_inputs()
+    worst_abs, worst_rel, worst_tol = 0.0, 0.0, None
+    failures, poison = [], []
+    for i, (out, ref) in enumerate(zip(compared, case.ref_outputs)):
+        spec = task.output_spec(i) if i < case.n_outputs else OutputSpec()  # mutated inputs: allclose
+        result = compare_output(out.to(ref.device), ref, spec, case.tolerances[i], inputs=named)
+        if result.max_abs_err is not None:
+            worst_abs = max(worst_abs, result.max_abs_err)
+        if result.max_rel_err is not None and result.max_rel_err >= worst_rel:
+            worst_rel, worst_tol = result.max_rel_err, result.tolerance
+        if not result.passed:
+            failures.append(f"output {i}: {result.problem}")
+            if out.is_floating_point() and _has_poison(out):
+                poison.append(Violation(ViolationKind.ALLOCATOR_REUSE,
+                                        f"{where}: output {i} holds memory the candidate never wrote "
+                                        f"(unwritten output)"))
+    check = ConfigCheck(config=where, dtype=case.dtype, max_abs_err=worst_abs, max_rel_err=worst_rel,
+                        tolerance=worst_tol, passed=not failures, note="; ".join(failures) or None)
+    return check, poison
+
+
+def _precision(case: Case, compared: list[torch.Tensor], where: str) -> list[Violation]:
+    if case.dtype != "float32" or not case.lower_precision_errs:
+        return []
+    from kernellab.evaluate.tolerance import normalised_error
+
+    for i, (out, ref) in enumerate(zip(compared, case.ref_outputs)):
+        if i >= len(case.lower_precision_errs) or not ref.is_floating_point():
+            continue
+        err = normalised_error(out.to(ref.device), ref)[1]
+        if err <= case.tolerances[i]:
+            continue
+        for label, lower in sorted(case.lower_precision_errs[i].items(), key=lambda kv: kv[1]):
+            if lower > case.tolerances[i] and err <= PRECISION_MATCH_FACTOR * lower:
+                return [Violation(ViolationKind.PRECISION,
+                                  f"{where}: output {i} has the error of {label} arithmetic ({err:.2e}, "
+                                  f"{label} eager {lower:.2e}) in a float32 task")]
+    return []
+
+
+def _compare_grads(case: Case, grads: dict[str, Any] | None, where: str, check: ConfigCheck) -> ConfigCheck:
+    from kernellab.evaluate.tolerance import normalised_error
+
+    if grads is None:
+        check.passed, check.note = False, "no gradients returned"
+        return check
+    got = {f"input:{case.names[i]}": g for i, g in zip(case.grad_input_indices(), grads["inputs"])}
+    got.update({f"param:{n}": g for n, g in grads["params"].items()})
+    for name, ref in (case.ref_grads or {}).items():
+        mine = got.get(name)
+        if mine is None:
+            check.passed, check.note = False, f"no gradient for {name}"
+            return check
+        err = normalised_error(mine.to(ref.device), ref)[1]
+        tol = case.grad_tolerances[name]
+        check.max_rel_err = max(check.max_rel_err or 0.0, err)
+        check.tolerance = tol
+        if err > tol or tuple(mine.shape) != tuple(ref.shape):
+            check.passed, check.note = False, f"gradient {name}: error {err:.2e} above {tol:.2e}"
+            return check
+    return check

@@ -1,0 +1,87 @@
+"""Evaluation options, resolved in one place: defaults → task.toml → caller (CLI flags).
+
+The result is one frozen object passed down; no stage reads a flag from anywhere else.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+from kernellab.evaluate.verdict import Stage
+from kernellab.tasks.model import DTYPES, Policy, Task, TaskError
+
+ALL_STAGES = frozenset(Stage)
+CONFIG_SETS = ("seen", "holdout", "all")
+
+
+@dataclass(frozen=True)
+class EvalOptions:
+    """What to run. ``None`` fields take the task's value or the built-in default."""
+
+    policy: Policy | None = None
+    configs: str = "all"  # seen | holdout | all  (holdout: also run the holdout stage)
+    dtypes: tuple[str, ...] | None = None
+    seed: int = 0
+    stages: frozenset[Stage] = ALL_STAGES
+    trials: int = 3  # fresh input sets per seen config in the shape sweep
+    request_timeout_s: float = 120.0  # one child request (includes JIT compiles)
+    timing_budget_s: float = 0.6  # per config × dtype, candidate side
+    timing_target_ci_pct: float = 1.0
+    timing_min_samples: int = 20
+    timing_max_samples: int = 400
+    time_holdout: bool = True
+    memory_fraction: float | None = 0.9
+    device: str | None = None  # "cuda" | "cpu"; default: cuda when available
+    work_dir: Path | None = None
+    cache_dir: Path | None = None
+    cpu_max_elements: int = 1 << 20  # configs larger than this are skipped under the interpreter
+    debug: bool = False
+
+    def __post_init__(self) -> None:
+        if self.configs not in CONFIG_SETS:
+            raise TaskError(f"--configs must be one of {', '.join(CONFIG_SETS)}, not {self.configs!r}")
+        for dt in self.dtypes or ():
+            if dt not in DTYPES:
+                raise TaskError(f"--dtype {dt!r} is not one of {', '.join(DTYPES)}")
+
+
+@dataclass(frozen=True)
+class Resolved:
+    """Options after the task and the machine had their say."""
+
+    options: EvalOptions
+    policy: Policy
+    dtypes: tuple[str, ...]
+    device: str
+    interpret: bool
+    cache_dir: Path
+    notes: tuple[str, ...] = field(default_factory=tuple)
+
+    def wants(self, stage: Stage) -> bool:
+        return stage in self.options.stages
+
+
+def default_cache_dir() -> Path:
+    return Path(os.environ.get("KERNELLAB_CACHE_DIR", Path.home() / ".cache" / "kernellab"))
+
+
+def resolve(task: Task, options: EvalOptions, cuda_available: bool) -> Resolved:
+    notes = []
+    device = options.device or ("cuda" if cuda_available else "cpu")
+    if device == "cuda" and not cuda_available:
+        raise TaskError("--device cuda was asked for, but no CUDA GPU is visible")
+    dtypes = options.dtypes or task.dtypes
+    unknown = [d for d in dtypes if d not in task.dtypes]
+    if unknown and options.dtypes:
+        notes.append(f"dtype {unknown[0]} is not among the task's dtypes {list(task.dtypes)}; evaluated anyway")
+    policy = options.policy or task.policy
+    cache = options.cache_dir or default_cache_dir()
+    return Resolved(options=options, policy=policy, dtypes=tuple(dtypes), device=device,
+                    interpret=device == "cpu", cache_dir=cache, notes=tuple(notes))
+
+
+def with_stages(options: EvalOptions, *stages: Stage) -> EvalOptions:
+    """A cheap selection, e.g. correctness on seen configs plus timing for a search loop."""
+    return replace(options, stages=frozenset(stages) | {Stage.STATIC, Stage.LOAD})

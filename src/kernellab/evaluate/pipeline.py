@@ -1,0 +1,163 @@
+"""The gated pipeline: static → load → smoke → shape_sweep → stability → determinism → edge →
+backward → timing → holdout. A correctness stage that fails ends the run; timing needs a correct
+candidate; the holdout stage is scored apart and never makes a seen-correct candidate incorrect.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+import traceback
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+from kernellab.evaluate.reference import PARAM_SEED, Case
+from kernellab.evaluate.static_scan import ScanResult
+from kernellab.evaluate.verdict import Stage, StageResult, Status, Verdict, Violation, ViolationKind
+from kernellab.sandbox.candidate import CandidateError, CandidateProcess, ChildFailure
+from kernellab.tasks.model import Policy, TaskError
+
+log = logging.getLogger(__name__)
+
+class StageAbort(Exception):
+    """Raised inside a stage to end the pipeline with a status other than a plain failure."""
+
+    def __init__(self, status: Status, message: str):
+        super().__init__(message)
+        self.status = status
+
+
+@dataclass
+class EvalContext:
+    session: "EvalSession"  # noqa: F821 - imported lazily to keep the module graph acyclic
+    path: Path
+    source: str
+    verdict: Verdict
+    scan: ScanResult | None = None
+    child: CandidateProcess | None = None
+    loaded_key: str | None = None
+    trace_judgements: list = field(default_factory=list)
+    checked_outputs: dict = field(default_factory=dict)
+
+    @property
+    def policy(self) -> Policy:
+        return self.session.resolved.policy
+
+    @property
+    def requires_own_kernel(self) -> bool:
+        return self.policy is not Policy.OFF
+
+    @property
+    def timeout(self) -> float:
+        return self.session.options.request_timeout_s
+
+    def model_key(self, case: Case) -> str:
+        """Make sure the child holds a candidate model for this case's config and dtype."""
+        key = f"{case.problem.config.label}|{case.dtype}"
+        if self.loaded_key != key:
+            self.child.request("instantiate", self.timeout, key=key, init_inputs=case.init_inputs, seed=PARAM_SEED,
+                               state=case.state, dtype=case.dtype,
+                               keep_dtype=list(case.problem.task.keep_dtype))
+            self.loaded_key = key
+        return key
+
+    def violate(self, kind: ViolationKind, detail: str) -> None:
+        if not any(v.kind is kind and v.detail == detail for v in self.verdict.violations):
+            self.verdict.violations.append(Violation(kind, detail))
+
+
+def _stage_table() -> list[tuple[Stage, Callable]]:
+    from kernellab.evaluate.stages import correctness, load, performance, static
+
+    return [(Stage.STATIC, static.run), (Stage.LOAD, load.run), (Stage.SMOKE, correctness.smoke),
+            (Stage.SHAPE_SWEEP, correctness.shape_sweep), (Stage.STABILITY, correctness.stability),
+            (Stage.DETERMINISM, correctness.determinism), (Stage.EDGE, correctness.edge),
+            (Stage.BACKWARD, correctness.backward), (Stage.TIMING, performance.timing),
+            (Stage.HOLDOUT, correctness.holdout)]
+
+
+def run_pipeline(session, path: Path) -> Verdict:
+    try:
+        source = path.read_text()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise TaskError(f"cannot read candidate {path}: {exc}") from None
+    ctx = EvalContext(session=session, path=path.resolve(), source=source, verdict=session.new_verdict(path, source))
+    verdict = ctx.verdict
+    try:
+        _run_stages(ctx)
+    finally:
+        if ctx.child is not None:
+            ctx.child.close()
+    verdict.correct = verdict.compiled and verdict.failed_stage is None and not verdict.violations \
+        and verdict.status in (Status.FAILED, Status.PASSED)
+    if verdict.correct and verdict.status is Status.FAILED and not verdict.error:
+        verdict.status = Status.PASSED
+    return verdict
+
+
+def _run_stages(ctx: EvalContext) -> None:
+    verdict = ctx.verdict
+    resolved = ctx.session.resolved
+    for stage, fn in _stage_table():
+        if not resolved.wants(stage):
+            continue
+        if stage is Stage.TIMING and (verdict.failed_stage or verdict.violations):
+            continue
+        started = time.perf_counter()
+        try:
+            result: StageResult | None = fn(ctx)
+        except CandidateError as exc:
+            result = StageResult(stage, False, error=str(exc))
+            if exc.in_interpreter and _looks_like_interpreter_gap(exc):
+                verdict.status = Status.UNSUPPORTED_IN_INTERPRETER
+                result.error = f"Triton interpreter cannot run this candidate: {exc}"
+        except ChildFailure as exc:
+            result = StageResult(stage, False, error=str(exc))
+            if exc.reason == "timeout":
+                verdict.status = Status.TIMEOUT
+            elif "exited early with status 0" in str(exc):
+                ctx.violate(ViolationKind.PROCESS_ESCAPE, f"{stage.value}: the candidate ended its own process")
+        except StageAbort as exc:
+            result = StageResult(stage, False, error=str(exc))
+            verdict.status = exc.status
+        except TaskError as exc:
+            result = StageResult(stage, False, error=str(exc))
+            verdict.status = Status.HARNESS_ERROR
+        except Exception as exc:  # a defect of the evaluator itself, never the candidate's fault
+            log.debug("harness error", exc_info=True)
+            result = StageResult(stage, False, error=f"evaluator error: {type(exc).__name__}: {exc}")
+            verdict.status = Status.HARNESS_ERROR
+            if ctx.session.options.debug:
+                traceback.print_exc()
+        if result is None:
+            continue
+        result.seconds = time.perf_counter() - started
+        verdict.stages.append(result)
+        if verdict.status is Status.NEEDS_GPU:
+            return
+        if stage is Stage.HOLDOUT:
+            continue
+        if not result.passed:  # gated: the first failing stage ends the evaluation
+            verdict.failed_stage = stage
+            verdict.error = result.error or _first_failure(result) or _first_violation(verdict)
+            return
+
+
+def _first_failure(result: StageResult) -> str | None:
+    for check in result.configs:
+        if not check.passed:
+            return f"{check.config} {check.dtype}: {check.note or 'mismatch'}"
+    return None
+
+
+def _first_violation(verdict: Verdict) -> str | None:
+    return f"{verdict.violations[0].kind.value}: {verdict.violations[0].detail}" if verdict.violations else None
+
+
+_GAP_WORDS = ("bfloat16", "not supported", "unsupported", "not implemented", "NotImplemented", "interpreter")
+
+
+def _looks_like_interpreter_gap(exc: CandidateError) -> bool:
+    text = f"{exc.exc_type} {exc}"
+    return exc.exc_type == "NotImplementedError" or any(w in text for w in _GAP_WORDS)

@@ -1,0 +1,206 @@
+"""The judge's ground truth for one (config, dtype, seed): inputs, float64 outputs and tolerances.
+
+The reference runs in float64 on exactly the values the candidate receives (the dtype-cast inputs,
+upcast), so the only difference left is the candidate's arithmetic. Eager PyTorch in the task's
+dtype is run beside it to scale the tolerance; for float32 tasks, eager in lower precisions too, so
+a too-large error can be named a precision downcast when it looks like one.
+"""
+
+from __future__ import annotations
+
+import copy
+import logging
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import torch
+
+from kernellab.evaluate.tolerance import normalised_error, tolerance_for
+from kernellab.tasks.materialize import TORCH_DTYPES, Problem, build_model, cast_model
+from kernellab.tasks.model import TaskError
+
+log = logging.getLogger(__name__)
+
+PARAM_SEED = 1234  # weights are the same for every trial; inputs change with the trial seed
+
+
+@dataclass
+class Case:
+    problem: Problem
+    dtype: str
+    seed: int
+    device: str
+    init_inputs: list[Any]
+    inputs: list[Any]  # judge-owned, shared with the child; refilled in place between calls
+    pristine: list[Any]  # the values ``inputs`` must hold before each call
+    ref_outputs: list[torch.Tensor]  # flattened outputs, then the after-values of `mutates` inputs
+    n_outputs: int  # how many of ref_outputs are the forward's own outputs
+    tolerances: list[float]
+    state: dict[str, torch.Tensor]  # reference weights in the task dtype, for the candidate
+    eager_model: torch.nn.Module
+    lower_precision_errs: list[dict[str, float]] = field(default_factory=list)
+    grad_outputs: list[torch.Tensor] | None = None
+    ref_grads: dict[str, torch.Tensor] | None = None  # "input:<name>" / "param:<name>" -> float64
+    grad_tolerances: dict[str, float] | None = None
+    float64_fallback: bool = False
+    expected_outputs: list[torch.Tensor] = field(default_factory=list)  # meta tensors: eager shapes/dtypes
+
+    @property
+    def names(self) -> list[str]:
+        return self.problem.input_names
+
+    def mutated_indices(self) -> list[int]:
+        return [i for i, n in enumerate(self.names) if n in self.problem.task.mutates]
+
+    def grad_input_indices(self) -> list[int]:
+        return [i for i, n in enumerate(self.names) if n in self.problem.task.grad_inputs]
+
+    def restore_inputs(self) -> None:
+        with torch.no_grad():
+            for live, value in zip(self.inputs, self.pristine):
+                if isinstance(live, torch.Tensor):
+                    live.requires_grad_(False)
+                    live.copy_(value)
+
+    def named_inputs(self) -> dict[str, Any]:
+        return dict(zip(self.names, self.pristine))
+
+
+def _flatten(out: Any) -> list[Any]:
+    if isinstance(out, (tuple, list)):
+        return [x for item in out for x in _flatten(item)]
+    return [out]
+
+
+def _upcast(values: list[Any], device: str) -> list[Any]:
+    return [v.detach().to(device=device, dtype=torch.float64).clone() if isinstance(v, torch.Tensor)
+            and v.is_floating_point() else (v.clone() if isinstance(v, torch.Tensor) else v) for v in values]
+
+
+def _run(model: torch.nn.Module, inputs: list[Any], mutated: list[int]) -> list[torch.Tensor]:
+    with torch.no_grad():
+        out = model(*inputs)
+    outs = [o for o in _flatten(out) if o is not None]
+    return outs + [inputs[i] for i in mutated]
+
+
+def build_case(problem: Problem, dtype: str, seed: int, device: str, *, backward: bool = False,
+               precision_probe: bool = True, transform: Callable[[Problem, list[Any]], list[Any]] | None = None
+               ) -> Case:
+    task = problem.task
+    init_inputs = problem.init_inputs()
+    torch_dtype = TORCH_DTYPES[dtype]
+    base = build_model(problem.module.Model, init_inputs, PARAM_SEED)
+    eager = cast_model(base, dtype, task, device)
+    state = {k: v.detach().clone() for k, v in list(eager.named_parameters()) + list(eager.named_buffers())}
+    inputs = problem.inputs(seed, device, dtype)
+    if transform is not None:
+        inputs = transform(problem, inputs)
+    pristine = [v.clone() if isinstance(v, torch.Tensor) else v for v in inputs]
+    mutated = [i for i, n in enumerate(problem.input_names) if n in task.mutates]
+
+    # The reference holds the very weights the candidate gets (rounded to the task dtype), upcast.
+    ref_model = copy.deepcopy(eager)
+    fallback = False
+    try:
+        ref_model = ref_model.to(torch.float64)
+        ref_outputs = _run(ref_model, _upcast(pristine, device), mutated)
+    except (RuntimeError, NotImplementedError) as exc:  # an op without float64 support on this device
+        log.info("float64 reference failed (%s); using float32", exc)
+        fallback = True
+        ref_model = ref_model.to(torch.float32)
+        ref_outputs = [o.to(torch.float64) if o.is_floating_point() else o
+                       for o in _run(ref_model, [v.float() if isinstance(v, torch.Tensor) and v.is_floating_point()
+                                                 else v for v in _clone(pristine)], mutated)]
+    ref_outputs = [o.detach().to(torch.float64) if o.is_floating_point() else o.detach() for o in ref_outputs]
+    eager_outputs = _run_eager(eager, _clone(pristine), mutated, task.fp32_precision)
+    if len(eager_outputs) != len(ref_outputs):
+        raise TaskError(f"{task.id}: the reference returns a different number of outputs in {dtype}")
+    tolerances = []
+    for o_eager, o_ref in zip(eager_outputs, ref_outputs):
+        err = normalised_error(o_eager, o_ref)[1] if o_ref.is_floating_point() else 0.0
+        tolerances.append(tolerance_for(torch_dtype, err if err == err else 0.0, task.tolerance_factor))
+    case = Case(problem, dtype, seed, device, init_inputs, inputs, pristine, ref_outputs,
+                len(ref_outputs) - len(mutated), tolerances, state, eager, float64_fallback=fallback)
+    case.expected_outputs = [torch.empty(o.shape, dtype=o.dtype, device="meta")
+                             for o in eager_outputs[:case.n_outputs]]
+    if precision_probe and dtype == "float32":
+        case.lower_precision_errs = _lower_precision_errors(problem, init_inputs, pristine, ref_outputs, mutated,
+                                                            device, task.fp32_precision)
+    if backward:
+        _add_gradients(case, ref_model if not fallback else None)
+    return case
+
+
+def _clone(values: list[Any]) -> list[Any]:
+    return [v.clone() if isinstance(v, torch.Tensor) else v for v in values]
+
+
+def _run_eager(model: torch.nn.Module, inputs: list[Any], mutated: list[int], precision: str) -> list[torch.Tensor]:
+    saved = torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32
+    torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = precision == "tf32"
+    try:
+        return _run(model, inputs, mutated)
+    finally:
+        torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = saved
+
+
+def _lower_precision_errors(problem: Problem, init_inputs, pristine, ref_outputs, mutated, device,
+                            precision: str) -> list[dict[str, float]]:
+    """Errors of eager PyTorch run in precisions below the task's, per output (for naming downcasts)."""
+    probes: dict[str, list[float]] = {}
+    for label, dtype, tf32 in (("float16", "float16", False), ("bfloat16", "bfloat16", False),
+                               ("tf32", "float32", True)):
+        if label == "tf32" and (precision == "tf32" or device != "cuda"):
+            continue
+        try:
+            model = cast_model(build_model(problem.module.Model, init_inputs, PARAM_SEED), dtype, problem.task,
+                               device)
+            inputs = [v.to(TORCH_DTYPES[dtype]) if isinstance(v, torch.Tensor) and v.is_floating_point()
+                      and n not in problem.task.keep_dtype else (v.clone() if isinstance(v, torch.Tensor) else v)
+                      for v, n in zip(pristine, problem.input_names + [""] * len(pristine))]
+            outs = _run_eager(model, inputs, mutated, "tf32" if tf32 else "ieee")
+            probes[label] = [normalised_error(o, r)[1] if r.is_floating_point() else 0.0
+                             for o, r in zip(outs, ref_outputs)]
+        except Exception as exc:  # noqa: BLE001 - a probe that cannot run says nothing
+            log.debug("precision probe %s failed: %s", label, exc)
+    return [{label: errs[i] for label, errs in probes.items()} for i in range(len(ref_outputs))]
+
+
+def _add_gradients(case: Case, ref_model_64: torch.nn.Module | None) -> None:
+    """Reference gradients in float64 for a random grad_output, and tolerances from eager's own."""
+    task = case.problem.task
+    gen = torch.Generator().manual_seed(case.seed + 17)
+    outs_ref = case.ref_outputs[:case.n_outputs]
+    case.grad_outputs = [torch.randn(o.shape, generator=gen, dtype=torch.float32).to(case.device)
+                         .to(TORCH_DTYPES[case.dtype]) for o in outs_ref]
+    grad_idx = case.grad_input_indices()
+
+    def grads_of(model: torch.nn.Module, inputs: list[Any], to64: bool) -> dict[str, torch.Tensor]:
+        leaves = [inputs[i].detach().clone().requires_grad_(True) for i in grad_idx]
+        args = list(inputs)
+        for j, i in enumerate(grad_idx):
+            args[i] = leaves[j]
+        params = [(n, p) for n, p in model.named_parameters() if p.requires_grad]
+        outs = [o for o in _flatten(model(*args)) if o is not None]
+        gos = [g.to(o.dtype) for g, o in zip(case.grad_outputs, outs)]
+        got = torch.autograd.grad(outs, leaves + [p for _, p in params], gos, allow_unused=True)
+        names = [f"input:{case.names[i]}" for i in grad_idx] + [f"param:{n}" for n, _ in params]
+        return {n: (g.to(torch.float64) if to64 and g is not None else g) for n, g in zip(names, got)}
+
+    model64 = ref_model_64 if ref_model_64 is not None else case.eager_model
+    ref = grads_of(model64, _upcast(case.pristine, case.device) if ref_model_64 is not None else _clone(case.pristine),
+                   True)
+    eager = grads_of(case.eager_model, _clone(case.pristine), False)
+    case.ref_grads = {k: v for k, v in ref.items() if v is not None}
+    case.grad_tolerances = {}
+    for name, g in case.ref_grads.items():
+        err = normalised_error(eager[name], g)[1] if eager.get(name) is not None else 0.0
+        case.grad_tolerances[name] = tolerance_for(TORCH_DTYPES[case.dtype], err, task.tolerance_factor)
+
+
+def case_nbytes(case: Case) -> int:
+    """Device bytes a case holds (inputs, pristine copies, float64 references, weights)."""
+    tensors = [*case.inputs, *case.pristine, *case.ref_outputs, *case.state.values(),
+               *(case.ref_grads or {}).values(), *(case.grad_outputs or [])]
+    return sum(t.numel() * t.element_size() for t in tensors if isinstance(t, torch.Tensor))

@@ -1,0 +1,196 @@
+"""EvalSession: the warm evaluator of one task, reused across many candidates.
+
+It keeps what is expensive and candidate-independent: the fork server, reference cases (inputs,
+float64 outputs, tolerances), baseline timings and device ceilings. Each candidate still gets a
+fresh child process; a child that crashes costs that candidate its verdict and nothing else.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import platform
+import shutil
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import torch
+
+import kernellab
+from kernellab.evaluate.options import EvalOptions, Resolved, resolve
+from kernellab.evaluate.reference import Case, build_case, case_nbytes
+from kernellab.evaluate.verdict import Mode, Verdict
+from kernellab.sandbox.forkserver import ForkServer
+from kernellab.tasks.materialize import Problem, load_problem
+from kernellab.tasks.model import Config, Task
+
+log = logging.getLogger(__name__)
+
+# Variables a child may see. Everything else (API keys, tokens, seeds, proxies) is dropped.
+_ENV_KEEP = ("PATH", "LANG", "LC_ALL", "CUDA_VISIBLE_DEVICES", "CUDA_HOME", "CUDA_PATH", "LD_LIBRARY_PATH",
+             "TRITON_PTXAS_PATH", "CC", "CXX", "NCCL_NVLS_ENABLE", "TORCH_SYMM_MEM_DISABLE_MULTICAST",
+             "NVSHMEM_DISABLE_NVLS", "TORCH_CUDA_ARCH_LIST")
+
+
+def versions() -> dict[str, str]:
+    try:
+        import triton
+
+        triton_version = triton.__version__
+    except ImportError:  # pragma: no cover - triton is a dependency
+        triton_version = "absent"
+    return {"python": platform.python_version(), "torch": torch.__version__, "triton": triton_version,
+            "kernellab": kernellab.__version__}
+
+
+def device_name(device: str) -> str:
+    if device == "cuda":
+        return torch.cuda.get_device_name()
+    return f"cpu ({platform.processor() or platform.machine()})"
+
+
+class EvalSession:
+    def __init__(self, task: Task, options: EvalOptions | None = None):
+        self.task = task
+        self.options = options or EvalOptions()
+        self.resolved: Resolved = resolve(task, self.options, torch.cuda.is_available())
+        self.device = self.resolved.device
+        self._own_work_dir = self.options.work_dir is None
+        self.work_dir = Path(self.options.work_dir or tempfile.mkdtemp(prefix="kernellab-eval-"))
+        self.work_dir.mkdir(parents=True, exist_ok=True)
+        self._server: ForkServer | None = None
+        self._problems: dict[Config, Problem] = {}
+        self._cases: dict[tuple, Case] = {}
+        self._case_bytes: dict[tuple, int] = {}
+        self.case_cache_bytes = _case_budget(self.device)
+        self.baselines: dict[tuple, Any] = {}
+        self.ceilings = None
+        self._count = 0
+        self.versions = versions()
+        self.device_label = device_name(self.device)
+
+    # ------------------------------------------------------------------------------------ lifecycle
+
+    def __enter__(self) -> EvalSession:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    def close(self) -> None:
+        if self._server is not None:
+            self._server.close()
+            self._server = None
+        if self._own_work_dir:
+            shutil.rmtree(self.work_dir, ignore_errors=True)
+
+    @property
+    def mode(self) -> Mode:
+        return Mode.GPU if self.device == "cuda" else Mode.INTERPRET
+
+    def child_env(self, child_dir: Path) -> dict[str, str]:
+        env = {k: os.environ[k] for k in _ENV_KEEP if k in os.environ}
+        env.update(HOME=str(child_dir), TMPDIR=str(child_dir), TRITON_CACHE_DIR=str(child_dir / "triton"),
+                   TORCH_EXTENSIONS_DIR=str(child_dir / "torch_extensions"), PYTHONDONTWRITEBYTECODE="1")
+        if self.resolved.interpret:
+            env["TRITON_INTERPRET"] = "1"
+        return env
+
+    def server(self) -> ForkServer:
+        if self._server is None or not self._server.alive():
+            env = self.child_env(self.work_dir)
+            env["PYTHONPATH"] = os.pathsep.join(p for p in [str(Path(kernellab.__file__).parents[1]),
+                                                            os.environ.get("PYTHONPATH", "")] if p)
+            self._server = ForkServer(env, self.work_dir / "forkserver.log")
+        return self._server
+
+    def new_child_dir(self) -> Path:
+        self._count += 1
+        path = self.work_dir / f"candidate-{self._count:04d}"
+        path.mkdir(parents=True, exist_ok=True)
+        return path
+
+    # ------------------------------------------------------------------------------------ references
+
+    def problem(self, config: Config) -> Problem:
+        if config not in self._problems:
+            self._problems[config] = load_problem(self.task, config)
+        return self._problems[config]
+
+    def case(self, config: Config, dtype: str, seed: int, *, backward: bool = False,
+             variant: str | None = None) -> Case:
+        """A reference case, built once per (config, dtype, seed, backward, variant) and kept.
+
+        Cases are kept least-recently-used within ``case_cache_bytes``, so a session that moves
+        through large configs does not hold every one of them on the device.
+        """
+        key = (config, dtype, seed, backward, variant)
+        if key in self._cases:
+            self._cases[key] = self._cases.pop(key)  # most recently used last
+            return self._cases[key]
+        transform = _variant_transform(variant, seed) if variant else None
+        case = build_case(self.problem(config), dtype, seed, self.device, backward=backward, transform=transform)
+        self._cases[key] = case
+        self._case_bytes[key] = case_nbytes(case)
+        while sum(self._case_bytes.values()) > self.case_cache_bytes and len(self._cases) > 1:
+            oldest = next(iter(self._cases))
+            del self._cases[oldest], self._case_bytes[oldest]
+        return case
+
+    def ceilings_for(self):
+        """Device ceilings (measured once per device and versions, then read from the cache)."""
+        if self.ceilings is None and self.device == "cuda":
+            from kernellab.evaluate.ceilings import load_ceilings
+
+            self.ceilings = load_ceilings(torch.device("cuda"), self.resolved.cache_dir)
+        return self.ceilings
+
+    def fits_device(self, config: Config) -> bool:
+        """Under the interpreter, configs beyond ``cpu_max_elements`` input elements are skipped."""
+        if self.device == "cuda":
+            return True
+        return self.problem(config).input_numel() <= self.options.cpu_max_elements
+
+    # ------------------------------------------------------------------------------------ evaluation
+
+    def new_verdict(self, path: Path, source: str) -> Verdict:
+        import hashlib
+
+        return Verdict(
+            task={"id": self.task.id, "sha256": self.task.sha256},
+            candidate={"path": str(path), "sha256": hashlib.sha256(source.encode()).hexdigest()},
+            device=self.device_label, mode=self.mode, versions=self.versions,
+            policy=self.resolved.policy.value, seed=self.options.seed, notes=list(self.resolved.notes))
+
+    def evaluate(self, candidate: Path | str) -> Verdict:
+        from kernellab.evaluate.pipeline import run_pipeline
+
+        started = time.perf_counter()
+        verdict = run_pipeline(self, Path(candidate))
+        verdict.elapsed_s = time.perf_counter() - started
+        return verdict
+
+
+def _case_budget(device: str) -> int:
+    """A quarter of the GPU's memory for kept reference cases (8 GiB on the CPU)."""
+    if device == "cuda":
+        return torch.cuda.get_device_properties(0).total_memory // 4
+    return 8 << 30
+
+
+def _variant_transform(variant: str, seed: int):
+    """Adversarial input variants of the stability stage, each inside the input's declared domain."""
+    from kernellab.tasks.materialize import perturb_for_domain
+
+    def transform(problem: Problem, inputs: list[Any]) -> list[Any]:
+        generator = torch.Generator().manual_seed(seed + 99)
+        out = []
+        for name, value in zip(problem.input_names + [""] * len(inputs), inputs):
+            if isinstance(value, torch.Tensor) and value.is_floating_point() and name not in problem.task.mutates:
+                value = perturb_for_domain(value, problem.task.domain_of(name), variant, generator)
+            out.append(value)
+        return out
+
+    return transform

@@ -1,0 +1,207 @@
+"""Correctness stages: smoke, shape_sweep, stability, determinism, edge, backward and holdout.
+
+Each runs the candidate on reference cases through ``checking.run_case`` and records one
+``ConfigCheck`` per (config, dtype). The shape sweep also hunts output caches: its second trial
+writes new values into the *same* input tensors (same pointers), its third uses fresh tensors, and
+a wrong answer that equals an earlier trial's answer is named ``output_cache``.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from kernellab.evaluate.checking import CallOutcome, run_case
+from kernellab.evaluate.reference import Case
+from kernellab.evaluate.tolerance import normalised_error
+from kernellab.evaluate.verdict import ConfigCheck, Stage, StageResult, ViolationKind
+from kernellab.tasks.model import Config, Visibility
+
+STABILITY_KINDS = ("large", "tiny", "mixed", "heavy_tailed", "constant_rows")
+# A stability variant is skipped for a dtype when eager PyTorch itself is this far off in it:
+# then the input is outside what the dtype can represent, and no kernel can be asked to do better.
+EAGER_USELESS_ERR = 0.5
+
+
+def _configs(ctx, visibility: Visibility) -> tuple[list[Config], list[str]]:
+    """Configs of a class that this device can run; the skipped ones are reported."""
+    chosen, skipped = [], []
+    for config in ctx.session.task.configs_of(visibility):
+        (chosen if ctx.session.fits_device(config) else skipped).append(config)
+    return chosen, [c.label for c in skipped]
+
+
+def _record(ctx, result: StageResult, outcome: CallOutcome) -> bool:
+    result.configs.append(outcome.check)
+    for v in outcome.violations:
+        ctx.violate(v.kind, v.detail)
+    if not outcome.passed:
+        result.passed = False
+    return outcome.passed
+
+
+def _over(ctx, stage: Stage, configs: list[Config], skipped: list[str], *, backward: bool = False,
+          seed_offset: int = 0) -> StageResult:
+    result = StageResult(stage, True)
+    if skipped:
+        result.skipped = f"too large for the interpreter: {', '.join(skipped)}"
+    for config in configs:
+        for dtype in ctx.session.resolved.dtypes:
+            case = ctx.session.case(config, dtype, ctx.session.options.seed + seed_offset, backward=backward)
+            if not _record(ctx, result, run_case(ctx, case, backward=backward)):
+                return result
+    if not configs and not skipped:
+        result.skipped = f"the task has no {stage.value} configs"
+    return result
+
+
+def smoke(ctx) -> StageResult:
+    configs = ctx.session.task.configs_of(Visibility.SMALL)
+    if not configs:
+        from kernellab.evaluate.stages.load import first_config
+
+        configs = [first_config(ctx.session)]
+    return _over(ctx, Stage.SMOKE, configs, [])
+
+
+def shape_sweep(ctx) -> StageResult:
+    configs, skipped = _configs(ctx, Visibility.SEEN)
+    result = StageResult(Stage.SHAPE_SWEEP, True)
+    if skipped:
+        result.skipped = f"too large for the interpreter: {', '.join(skipped)}"
+    seed = ctx.session.options.seed
+    for config in configs:
+        for dtype in ctx.session.resolved.dtypes:
+            earlier: list[Case] = []
+            first = None
+            for trial in range(max(1, ctx.session.options.trials)):
+                case = ctx.session.case(config, dtype, seed + 1000 * trial)
+                if trial == 1 and first is not None:
+                    case = _same_pointers(case, first)  # new values at the same addresses
+                outcome = run_case(ctx, case, profile=trial == 0 and ctx.session.device == "cuda")
+                if not outcome.passed and earlier and _matches_earlier(outcome, earlier):
+                    ctx.violate(ViolationKind.OUTPUT_CACHE,
+                                f"{config.label} {dtype}: trial {trial} returned the output of an earlier "
+                                f"call on different inputs")
+                    outcome.check.note = "stale output from an earlier call"
+                if not _record(ctx, result, outcome):
+                    return result
+                earlier.append(case)
+                first = first or case
+    return result
+
+
+def _same_pointers(case: Case, first: Case) -> Case:
+    """A view of ``case`` whose live inputs are ``first``'s tensors (restored with ``case``'s values)."""
+    import copy
+
+    shared = copy.copy(case)
+    shared.inputs = first.inputs
+    return shared
+
+
+def _matches_earlier(outcome: CallOutcome, earlier: list[Case]) -> bool:
+    for case in earlier:
+        refs = case.ref_outputs[:case.n_outputs]
+        if len(refs) != len(outcome.outputs):
+            continue
+        if all(isinstance(o, torch.Tensor) and o.shape == r.shape and r.is_floating_point()
+               and normalised_error(o.to(r.device), r)[1] <= tol
+               for o, r, tol in zip(outcome.outputs, refs, case.tolerances)):
+            return True
+    return False
+
+
+def stability(ctx) -> StageResult:
+    seen, _ = _configs(ctx, Visibility.SEEN)
+    configs = seen[:1] or ctx.session.task.configs_of(Visibility.SMALL)
+    result = StageResult(Stage.STABILITY, True)
+    notes = []
+    for config in configs:
+        for dtype in ctx.session.resolved.dtypes:
+            for kind in STABILITY_KINDS:
+                case = ctx.session.case(config, dtype, ctx.session.options.seed + 7, variant=kind)
+                if not _eager_meaningful(case):
+                    notes.append(f"{kind}/{dtype}")
+                    continue
+                outcome = run_case(ctx, case, label=f"{config.label} [{kind}]")
+                if not _record(ctx, result, outcome):
+                    return result
+    if notes:
+        result.skipped = f"eager PyTorch itself is inaccurate there, not checked: {', '.join(notes)}"
+    return result
+
+
+def _eager_meaningful(case: Case) -> bool:
+    factor = case.problem.task.tolerance_factor
+    return all(t == t and t / factor <= EAGER_USELESS_ERR for t in case.tolerances) and all(
+        bool(torch.isfinite(r).all()) for r in case.ref_outputs if r.is_floating_point())
+
+
+def determinism(ctx) -> StageResult:
+    seen, _ = _configs(ctx, Visibility.SEEN)
+    config = (seen or ctx.session.task.configs_of(Visibility.SMALL))[0]
+    dtype = ctx.session.resolved.dtypes[0]
+    case = ctx.session.case(config, dtype, ctx.session.options.seed)
+    first = run_case(ctx, case)
+    second = run_case(ctx, case)
+    result = StageResult(Stage.DETERMINISM, True)
+    same = len(first.outputs) == len(second.outputs) and all(
+        isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor) and a.shape == b.shape
+        and torch.equal(a.view(torch.uint8) if a.dim() else a, b.view(torch.uint8) if b.dim() else b)
+        for a, b in zip(first.outputs, second.outputs))
+    check = ConfigCheck(config=config.label, dtype=dtype, max_abs_err=None, max_rel_err=None, tolerance=0.0,
+                        passed=same, note=None if same else "two calls on identical inputs differ")
+    result.configs.append(check)
+    result.passed = same and first.passed and second.passed
+    for outcome in (first, second):
+        for v in outcome.violations:
+            ctx.violate(v.kind, v.detail)
+    return result
+
+
+def edge(ctx) -> StageResult:
+    configs, skipped = _configs(ctx, Visibility.EDGE)
+    return _over(ctx, Stage.EDGE, configs, skipped, seed_offset=11)
+
+
+def backward(ctx) -> StageResult | None:
+    if not ctx.session.task.backward:
+        return None
+    configs, skipped = _configs(ctx, Visibility.SEEN)
+    if not configs:
+        configs, skipped = ctx.session.task.configs_of(Visibility.SMALL), skipped
+    return _over(ctx, Stage.BACKWARD, configs, skipped, backward=True, seed_offset=23)
+
+
+def holdout(ctx) -> StageResult | None:
+    """Holdout configs: never shown to agents; failures are reported apart from seen correctness."""
+    if ctx.session.options.configs == "seen" or ctx.verdict.failed_stage is not None:
+        return None
+    configs, skipped = _configs(ctx, Visibility.HOLDOUT)
+    result = StageResult(Stage.HOLDOUT, True)
+    if skipped:
+        result.skipped = f"too large for the interpreter: {', '.join(skipped)}"
+    failed = []
+    for config in configs:
+        for dtype in ctx.session.resolved.dtypes:
+            case = ctx.session.case(config, dtype, ctx.session.options.seed + 31)
+            outcome = run_case(ctx, case)
+            result.configs.append(outcome.check)
+            if not outcome.passed:
+                failed.append(f"{config.label} {dtype}")
+    result.passed = not failed
+    holdout = ctx.verdict.holdout
+    holdout.correct = None if not configs else not failed
+    holdout.failed_configs = failed
+    if ctx.session.device == "cuda" and ctx.session.options.time_holdout and configs and not failed:
+        from kernellab.evaluate.stages.performance import time_configs
+
+        holdout.timings = time_configs(ctx, configs)
+        holdout.speedup = _geomeans(holdout.timings)
+    return result
+
+
+def _geomeans(timings) -> dict[str, float | None]:
+    from kernellab.evaluate.stages.performance import geomean_speedups
+
+    return geomean_speedups(timings)

@@ -1,0 +1,54 @@
+"""Stage 1: import the candidate in a fresh child, instantiate it, make the first call.
+
+The first call is where Triton JIT-compiles and ``load_inline`` builds; its time is reported as
+``compile_seconds``, apart from evaluation time, because it is paid once per kernel, not per call.
+Without a GPU, a CUDA C++ candidate can only be compile-checked (``nvcc``), and the verdict says so.
+"""
+
+from __future__ import annotations
+
+import time
+
+from kernellab.evaluate.checking import run_case
+from kernellab.evaluate.cuda_compile import compile_check
+from kernellab.evaluate.verdict import Mode, Stage, StageResult, Status
+from kernellab.sandbox.candidate import CandidateProcess, ChildSpec
+from kernellab.tasks.model import Visibility
+
+
+def run(ctx) -> StageResult:
+    session = ctx.session
+    if ctx.scan is not None and ctx.scan.backend == "cuda" and session.device == "cpu":
+        return _compile_only(ctx)
+    child_dir = session.new_child_dir()
+    spec = ChildSpec(device=session.device, interpret=session.resolved.interpret, env=session.child_env(child_dir),
+                     log_path=child_dir / "candidate.log", memory_fraction=session.options.memory_fraction,
+                     fp32_precision=session.task.fp32_precision)
+    ctx.child = CandidateProcess(session.server(), spec)
+    started = time.perf_counter()
+    ctx.child.request("import", ctx.timeout, path=str(ctx.path))
+    config = first_config(session)
+    case = session.case(config, session.resolved.dtypes[0], session.options.seed)
+    run_case(ctx, case)  # judged again by the smoke stage; here it must only run
+    ctx.verdict.compile_seconds = time.perf_counter() - started
+    ctx.verdict.compiled = True
+    return StageResult(Stage.LOAD, True)
+
+
+def first_config(session):
+    small = session.task.configs_of(Visibility.SMALL)
+    return small[0] if small else session.task.configs_of(Visibility.SEEN)[0]
+
+
+def _compile_only(ctx) -> StageResult:
+    verdict = ctx.verdict
+    verdict.mode = Mode.COMPILE_ONLY
+    outcome = compile_check(ctx.scan.cpp_sources, ctx.session.work_dir)
+    verdict.status = Status.NEEDS_GPU
+    if outcome.ran:
+        verdict.compiled = outcome.ok
+        verdict.notes.append("CUDA C++ candidate on a machine without a GPU: compile-checked with nvcc only")
+        return StageResult(Stage.LOAD, outcome.ok, error=outcome.error,
+                           skipped=None if not outcome.ok else "no GPU: compile-checked only")
+    verdict.notes.append(f"CUDA C++ candidate and no GPU: {outcome.error}")
+    return StageResult(Stage.LOAD, False, error=outcome.error)

@@ -1,0 +1,183 @@
+"""Stage 8: timing the candidate against eager PyTorch, torch.compile and the task's baseline kernel.
+
+The child times the candidate with CUDA events (``sandbox.clock``) and fingerprints the outputs of
+every timed call with random projections the judge chose; the judge checks the fingerprints against
+its own float64 references (a candidate that is only right when checked is caught here), compares the
+child's clock with its own (a child cannot report less time than the judge saw pass), and times the
+baselines itself on the same input sets.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import asdict
+
+import torch
+
+from kernellab.evaluate.baselines import baseline_times
+from kernellab.evaluate.reference import Case
+from kernellab.evaluate.roofline import roofline, task_bytes, task_flops
+from kernellab.evaluate.verdict import Stage, StageResult, Timing, ViolationKind
+from kernellab.sandbox.clock import EventTimes, TimingPlan, summarize
+from kernellab.tasks.materialize import TORCH_DTYPES
+from kernellab.tasks.model import Config, Visibility
+
+MAX_SETS = 16
+# The judge's wall clock around a timing request bounds the child's own loop clock; this much slack
+# covers message transfer and scheduling.
+WALL_SLACK_S = 0.05
+# A reported median below this fraction of the per-call wall time the loop took (flush and launch
+# overhead removed) means the events do not cover the work.
+EVENT_WALL_RATIO = 0.5
+LAUNCH_OVERHEAD_US = 60.0
+
+
+def timing(ctx) -> StageResult:
+    if ctx.session.device != "cuda":
+        return StageResult(Stage.TIMING, True, skipped="no GPU: timings are null under the interpreter")
+    configs = [c for c in ctx.session.task.configs_of(Visibility.SEEN)]
+    ctx.verdict.timings = time_configs(ctx, configs)
+    ctx.verdict.speedup = geomean_speedups(ctx.verdict.timings)
+    failed = [v for v in ctx.verdict.violations if v.kind in (ViolationKind.PHASE_DETECTION,
+                                                               ViolationKind.TIMER_TAMPER)]
+    return StageResult(Stage.TIMING, not failed, error=failed[0].detail if failed else None)
+
+
+def plan_for(ctx) -> TimingPlan:
+    o = ctx.session.options
+    return TimingPlan(warmup_ms=25.0, min_samples=o.timing_min_samples, max_samples=o.timing_max_samples,
+                      target_ci_pct=o.timing_target_ci_pct, budget_s=o.timing_budget_s)
+
+
+def input_sets(ctx, config: Config, dtype: str, backward: bool) -> list[Case]:
+    """Enough input sets that rotating through them defeats the L2 cache (≥ 2 × L2 together)."""
+    session = ctx.session
+    first = session.case(config, dtype, session.options.seed + 5000, backward=backward)
+    per_set = sum(t.numel() * t.element_size() for t in first.inputs if isinstance(t, torch.Tensor))
+    l2 = getattr(torch.cuda.get_device_properties(0), "L2_cache_size", 50 << 20)
+    count = min(MAX_SETS, max(2, math.ceil(2 * l2 / max(per_set, 1))))
+    return [first] + [session.case(config, dtype, session.options.seed + 5000 + k, backward=backward)
+                      for k in range(1, count)]
+
+
+def time_configs(ctx, configs: list[Config]) -> list[Timing]:
+    rows = []
+    phases = [False, True] if ctx.session.task.backward else [False]
+    for config in configs:
+        for dtype in ctx.session.resolved.dtypes:
+            for backward in phases:
+                rows.append(_time_one(ctx, config, dtype, backward))
+    return rows
+
+
+def _time_one(ctx, config: Config, dtype: str, backward: bool) -> Timing:
+    session = ctx.session
+    sets = input_sets(ctx, config, dtype, backward)
+    for case in sets:
+        case.restore_inputs()
+    plan = plan_for(ctx)
+    generator = torch.Generator().manual_seed(session.options.seed + 4242)
+    numel = max(r.numel() for r in sets[0].ref_outputs[:sets[0].n_outputs])
+    weights = torch.randn(min(numel, 1 << 22), generator=generator, dtype=torch.float64).cuda()
+    bwd = None
+    if backward:
+        bwd = {"wrt": sets[0].grad_input_indices(), "grad_outputs": [c.grad_outputs for c in sets]}
+    key = ctx.model_key(sets[0])
+    started = time.perf_counter()
+    value = ctx.child.request("time", ctx.timeout + plan.budget_s * 4, key=key,
+                              input_sets=[c.inputs for c in sets], plan=asdict(plan), weights=weights,
+                              backward=bwd)
+    judge_wall = time.perf_counter() - started
+    times = EventTimes.from_dict(value["times"])
+    stats = summarize(times.samples_us, seed=session.options.seed)
+    label = f"{config.label} {dtype}{' fwd+bwd' if backward else ''}"
+    _check_clock(ctx, times, stats.median, judge_wall, label)
+    if not backward and not session.task.mutates:
+        _check_fingerprints(ctx, sets, value["fingerprints"], weights, label)
+    base = baseline_times(session, config, dtype, backward, sets, plan)
+    ctx.verdict.notes.extend(n for n in base.notes if n not in ctx.verdict.notes)
+    problem = sets[0].problem
+    constants = {**_constants(problem), **config.as_dict()}
+    elem = torch.empty(0, dtype=TORCH_DTYPES[dtype]).element_size()
+    moved = task_bytes(session.task.bytes_formula, constants, elem, sets[0].pristine, sets[0].expected_outputs)
+    flops = task_flops(session.task.flops_formula, constants, elem, _no_grad(sets[0].eager_model),
+                       sets[0].pristine)
+    if backward:
+        moved, flops = moved * 3, flops * 3  # forward + backward: the usual 1 + 2 rule of thumb
+    point = roofline(moved, flops, stats.median, session.ceilings_for(), dtype, session.task.fp32_precision)
+    return Timing(config=config.label, dtype=dtype, phase="forward+backward" if backward else "forward",
+                  method=times.method, samples=len(times.samples_us), candidate_us=stats.median,
+                  ci95_us=stats.ci95, eager_us=base.eager_us, compile_us=base.compile_us,
+                  baseline_us=base.baseline_us, speedup_vs_eager=_ratio(base.eager_us, stats.median),
+                  speedup_vs_compile=_ratio(base.compile_us, stats.median),
+                  speedup_vs_baseline=_ratio(base.baseline_us, stats.median),
+                  achieved_gbps=point.achieved_gbps, achieved_tflops=point.achieved_tflops,
+                  pct_of_roofline=point.pct_of_roofline, peak_mem_bytes=value.get("peak_mem_bytes"))
+
+
+def _no_grad(model):
+    def call(*args):  # on copies: the inputs of a `mutates` task must stay pristine
+        with torch.no_grad():
+            return model(*[a.clone() if isinstance(a, torch.Tensor) else a for a in args])
+
+    return call
+
+
+def _constants(problem) -> dict:
+    from kernellab.tasks.module import module_constants
+
+    return module_constants(problem.task.source)
+
+
+def _ratio(base: float | None, mine: float) -> float | None:
+    return None if base is None or mine <= 0 else base / mine
+
+
+def _check_clock(ctx, times: EventTimes, median_us: float, judge_wall: float, label: str) -> None:
+    if times.wall_s > judge_wall + WALL_SLACK_S:
+        ctx.violate(ViolationKind.TIMER_TAMPER, f"{label}: the child's clock ran {times.wall_s:.3f} s while the "
+                                                f"judge saw {judge_wall:.3f} s pass")
+        return
+    if times.method != "events" or times.calls == 0:
+        return
+    per_call_wall_us = times.wall_s * 1e6 / times.calls - times.flush_us - LAUNCH_OVERHEAD_US
+    if per_call_wall_us > 0 and median_us < EVENT_WALL_RATIO * per_call_wall_us:
+        ctx.violate(ViolationKind.TIMER_TAMPER,
+                    f"{label}: events report {median_us:.1f} µs per call but the calls took "
+                    f"{per_call_wall_us:.1f} µs each on the host clock (work outside the events?)")
+
+
+def _check_fingerprints(ctx, sets: list[Case], fingerprints: list, weights: torch.Tensor, label: str) -> None:
+    """Every timed call's outputs, projected on the judge's random weights, must match the reference."""
+    expected = []
+    for case in sets:
+        fps = []
+        for ref, tol in zip(case.ref_outputs[:case.n_outputs], case.tolerances):
+            flat = ref.reshape(-1).to(torch.float64)
+            n = min(flat.numel(), weights.numel())
+            w = weights[:n].to(flat.device)
+            rms = float(flat.pow(2).mean().sqrt()) if flat.numel() else 0.0
+            fps.append((float((flat[:n] * w).sum()), tol * max(rms, 1e-30) * float(w.abs().sum()) * 1.01 + 1e-9))
+        expected.append(fps)
+    for index, got in fingerprints:
+        if not 0 <= index < len(expected) or len(got) != len(expected[index]):
+            ctx.violate(ViolationKind.PHASE_DETECTION, f"{label}: timed calls returned a different output structure")
+            return
+        for value, (want, slack) in zip(got, expected[index]):
+            if not (abs(value - want) <= slack):
+                ctx.violate(ViolationKind.PHASE_DETECTION,
+                            f"{label}: the outputs of timed calls differ from the reference (checked calls "
+                            f"were right, timed ones were not)")
+                return
+
+
+def geomean_speedups(timings: list[Timing]) -> dict[str, float | None]:
+    def geo(values: list[float]) -> float | None:
+        values = [v for v in values if v is not None and v > 0]
+        return math.exp(sum(math.log(v) for v in values) / len(values)) if values else None
+
+    forward = [t for t in timings if t.phase == "forward"] or timings
+    return {"vs_eager": geo([t.speedup_vs_eager for t in forward]),
+            "vs_compile": geo([t.speedup_vs_compile for t in forward]),
+            "vs_baseline": geo([t.speedup_vs_baseline for t in forward])}

@@ -1,0 +1,116 @@
+"""Comparing a candidate's output with the float64 reference.
+
+The error measure is normalised by the reference's RMS, so one threshold serves outputs of any
+scale: ``err = max|out - ref| / rms(ref)``. The tolerance is error-scaled: ``max(floor[dtype],
+tolerance_factor × err(eager PyTorch in that dtype vs float64))``: a kernel may be as inexact as the
+framework itself, times a factor, but never looser than the floor allows nor tighter than rounding.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from kernellab.tasks.model import Comparator, OutputSpec
+
+# Floors per dtype: the smallest tolerance, for ops whose eager error is ~0 (copies, exact ops).
+FLOORS = {torch.float64: 1e-10, torch.float32: 2e-5, torch.float16: 2e-3, torch.bfloat16: 1.6e-2}
+_TINY = 1e-30
+
+
+@dataclass
+class Comparison:
+    passed: bool
+    max_abs_err: float | None
+    max_rel_err: float | None  # the normalised error the tolerance applies to
+    tolerance: float | None
+    problem: str | None = None  # why it failed, in a few words
+
+
+def normalised_error(out: torch.Tensor, ref: torch.Tensor) -> tuple[float, float]:
+    """(max absolute error, max |out-ref| / rms(ref)); NaN or inf where the reference is finite → inf."""
+    out64, ref64 = out.detach().to(torch.float64), ref.detach().to(torch.float64)
+    if out64.numel() == 0:
+        return 0.0, 0.0
+    finite = torch.isfinite(ref64)
+    diff = (out64 - ref64).abs()
+    # Same non-finite values in the same places match (inf == inf); NaN never matches a number.
+    same_special = (~finite) & ((out64 == ref64) | (torch.isnan(out64) & torch.isnan(ref64)))
+    diff = torch.where(same_special, torch.zeros_like(diff), diff)
+    diff = torch.nan_to_num(diff, nan=float("inf"))
+    max_abs = float(diff.max())
+    rms = float(ref64[finite].pow(2).mean().sqrt()) if bool(finite.any()) else 0.0
+    return max_abs, max_abs / max(rms, _TINY) if max_abs > 0 else 0.0
+
+
+def tolerance_for(dtype: torch.dtype, eager_err: float, factor: float) -> float:
+    return max(FLOORS.get(dtype, 1e-5), factor * eager_err)
+
+
+def compare_output(out: torch.Tensor, ref: torch.Tensor, spec: OutputSpec, tolerance: float,
+                   inputs: dict[str, torch.Tensor] | None = None, ref_input_values: torch.Tensor | None = None
+                   ) -> Comparison:
+    """Compare one output; shapes and dtypes are the caller's (output-contract) business."""
+    if spec.compare is Comparator.EXACT:
+        equal = bool(torch.equal(out, ref.to(out.dtype))) if out.shape == ref.shape else False
+        abs_err, rel = normalised_error(out, ref)
+        return Comparison(equal, abs_err, rel, 0.0, None if equal else "not bitwise equal")
+    if spec.compare is Comparator.ULP:
+        return _compare_ulp(out, ref, spec.ulp)
+    if spec.compare is Comparator.VALUES_AT_INDICES:
+        return _compare_values_at_indices(out, ref, spec, tolerance, inputs or {})
+    abs_err, rel = normalised_error(out, ref)
+    passed = rel <= tolerance
+    return Comparison(passed, abs_err, rel, tolerance, None if passed else "error above tolerance")
+
+
+def _compare_ulp(out: torch.Tensor, ref: torch.Tensor, ulp: int) -> Comparison:
+    if not out.is_floating_point():
+        distance = (out.to(torch.int64) - ref.to(torch.int64)).abs()
+    else:
+        ref_cast = ref.to(out.dtype)
+        spacing = _ulp_of(ref_cast)
+        distance = ((out.to(torch.float64) - ref_cast.to(torch.float64)).abs() / spacing)
+        distance = torch.nan_to_num(distance, nan=float("inf"))
+    worst = float(distance.max()) if distance.numel() else 0.0
+    abs_err, _ = normalised_error(out, ref)
+    return Comparison(worst <= ulp, abs_err, worst, float(ulp), None if worst <= ulp else f"{worst:g} ulp apart")
+
+
+def _ulp_of(x: torch.Tensor) -> torch.Tensor:
+    info = torch.finfo(x.dtype)
+    x64 = x.to(torch.float64).abs()
+    exponent = torch.floor(torch.log2(x64.clamp_min(info.tiny)))
+    return torch.pow(2.0, exponent - _mantissa(x.dtype))
+
+
+def _mantissa(dtype: torch.dtype) -> int:
+    return {torch.float32: 23, torch.float16: 10, torch.bfloat16: 7, torch.float64: 52}.get(dtype, 23)
+
+
+def _compare_values_at_indices(out: torch.Tensor, ref: torch.Tensor, spec: OutputSpec, tolerance: float,
+                               inputs: dict[str, torch.Tensor]) -> Comparison:
+    """Index outputs with ties: the values the indices select must equal the values the reference selects."""
+    source = inputs.get(spec.of or "")
+    if source is None:
+        return Comparison(False, None, None, tolerance, f"input {spec.of!r} not found for values_at_indices")
+    if out.dtype not in (torch.int64, torch.int32, torch.int16, torch.int8, torch.uint8):
+        return Comparison(False, None, None, tolerance, "index output is not an integer tensor")
+    src = source.detach().to(torch.float64).to(out.device)
+    dim = spec.dim
+    n = src.shape[dim]
+    if bool(((out < 0) | (out >= n)).any()):
+        return Comparison(False, None, None, tolerance, "index out of range")
+    picked = _gather(src, out.to(torch.int64), dim)
+    expected = _gather(src, ref.to(torch.int64).to(out.device), dim)
+    abs_err, rel = normalised_error(picked, expected)
+    passed = rel <= tolerance
+    return Comparison(passed, abs_err, rel, tolerance, None if passed else "selected values differ")
+
+
+def _gather(src: torch.Tensor, idx: torch.Tensor, dim: int) -> torch.Tensor:
+    if idx.dim() == src.dim():
+        return torch.gather(src, dim, idx)
+    # argmax-style: the index dimension was reduced away
+    return torch.gather(src, dim, idx.unsqueeze(dim)).squeeze(dim)

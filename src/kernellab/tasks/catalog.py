@@ -1,0 +1,25 @@
+"""The built-in suite as an inventory: discovery and one summary record per task."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kernellab.tasks.load import SUITE_ROOT, load_task
+from kernellab.tasks.model import Task, Visibility
+
+
+def suite_task_dirs() -> list:
+    return sorted(p.parent for p in SUITE_ROOT.glob("*/*/reference.py"))
+
+
+def suite_tasks() -> list[Task]:
+    return [load_task(d) for d in suite_task_dirs()]
+
+
+def task_summary(task: Task) -> dict[str, Any]:
+    return {"id": task.id, "category": task.category, "description": task.description, "dtypes": list(task.dtypes),
+            "backward": task.backward, "baseline_backend": task.baseline_backend, "policy": task.policy.value,
+            "configs": [c.as_dict() for c in task.configs_of(Visibility.SEEN)],
+            "edge": [c.as_dict() for c in task.configs_of(Visibility.EDGE)],
+            "holdout": [c.as_dict() for c in task.configs_of(Visibility.HOLDOUT)],
+            "small": [c.as_dict() for c in task.configs_of(Visibility.SMALL)]}

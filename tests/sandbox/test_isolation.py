@@ -1,0 +1,155 @@
+"""Fault isolation in the sandbox: real fork server, real child processes, real crashes."""
+
+from __future__ import annotations
+
+import os
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+import torch
+
+from kernellab.sandbox.candidate import CandidateError, CandidateProcess, ChildFailure, ChildSpec
+from kernellab.sandbox.channel import ProtocolError, dumps, loads
+from kernellab.sandbox.forkserver import ForkServer
+
+GOOD = textwrap.dedent("""
+    import torch
+    import torch.nn as nn
+
+    class ModelNew(nn.Module):
+        def forward(self, x):
+            print("noise on stdout", flush=True)
+            os.write(1, bytes(range(256)))
+            return x + 1
+    import os
+""")
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    work = tmp_path_factory.mktemp("forkserver")
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(work), "TRITON_INTERPRET": "1",
+           "SECRET_API_KEY": "must-not-leak"}
+    env.pop("SECRET_API_KEY")  # the session passes a scrubbed environment; so does this fixture
+    srv = ForkServer(env, work / "forkserver.log")
+    yield srv
+    srv.close()
+
+
+def spawn(server, tmp_path: Path, name: str) -> CandidateProcess:
+    env = {"PATH": os.environ.get("PATH", ""), "HOME": str(tmp_path)}
+    return CandidateProcess(server, ChildSpec("cpu", True, env, tmp_path / f"{name}.log"))
+
+
+def write(tmp_path: Path, name: str, source: str) -> str:
+    path = tmp_path / f"{name}.py"
+    path.write_text(textwrap.dedent(source))
+    return str(path)
+
+
+def test_garbage_on_stdout_cannot_reach_the_channel(server, tmp_path):
+    child = spawn(server, tmp_path, "good")
+    child.request("import", 30, path=write(tmp_path, "good", GOOD))
+    child.request("instantiate", 30, key="k", init_inputs=[], seed=0, state={}, dtype="float32", keep_dtype=[])
+    x = torch.randn(5)
+    value = child.request("run", 30, key="k", calls=[{"inputs": [x]}], poison_bytes=[], profile=False)
+    assert torch.equal(value["results"][0]["outputs"][0], x + 1)
+    assert "noise on stdout" in (tmp_path / "good.log").read_text(errors="replace")
+    child.close()
+
+
+@pytest.mark.parametrize("name, source, reason, words", [
+    ("segfault", "import ctypes\nctypes.string_at(0)\n", "died", "SIGSEGV"),
+    ("exit0", "import os\nos._exit(0)\n", "died", "exited early with status 0"),
+    ("abort", "import os\nos.abort()\n", "died", "SIGABRT"),
+    ("hang", "while True:\n    pass\n", "timeout", "no answer within"),
+])
+def test_dying_children_give_a_reason(server, tmp_path, name, source, reason, words):
+    child = spawn(server, tmp_path, name)
+    with pytest.raises(ChildFailure) as failure:
+        child.request("import", 3, path=write(tmp_path, name, source))
+    assert failure.value.reason == reason
+    assert words in str(failure.value)
+    child.close()
+
+
+def test_python_errors_keep_the_child_alive(server, tmp_path):
+    child = spawn(server, tmp_path, "raises")
+    with pytest.raises(CandidateError, match="ZeroDivisionError"):
+        child.request("import", 10, path=write(tmp_path, "raises", "x = 1 / 0\n"))
+    child.request("import", 10, path=write(tmp_path, "ok", GOOD))  # still answers
+    child.close()
+
+
+def test_forked_grandchildren_die_with_the_child(server, tmp_path):
+    marker = tmp_path / "pid"
+    source = f"""
+        import os, time
+        pid = os.fork()
+        if pid == 0:
+            time.sleep(600)
+            os._exit(0)
+        open({str(marker)!r}, "w").write(str(pid))
+        while True:
+            pass
+    """
+    child = spawn(server, tmp_path, "forker")
+    with pytest.raises(ChildFailure):
+        child.request("import", 3, path=write(tmp_path, "forker", source))
+    grandchild = int(marker.read_text())
+    for _ in range(50):
+        try:
+            os.kill(grandchild, 0)
+        except ProcessLookupError:
+            break
+        time.sleep(0.1)
+    else:
+        pytest.fail("the forked grandchild survived the kill of its process group")
+
+
+def test_environment_is_scrubbed(server, tmp_path, monkeypatch):
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-secret")
+    child = spawn(server, tmp_path, "env")
+    source = """
+        import os, torch, torch.nn as nn
+        class ModelNew(nn.Module):
+            def forward(self, x):
+                return x + (1.0 if "ANTHROPIC_API_KEY" in os.environ else 0.0)
+    """
+    child.request("import", 10, path=write(tmp_path, "env", source))
+    child.request("instantiate", 30, key="k", init_inputs=[], seed=0, state={}, dtype="float32", keep_dtype=[])
+    x = torch.zeros(3)
+    out = child.request("run", 30, key="k", calls=[{"inputs": [x]}], poison_bytes=[], profile=False)
+    assert torch.equal(out["results"][0]["outputs"][0], x)
+    child.close()
+
+
+def test_twenty_children_in_one_server_after_crashes(server, tmp_path):
+    sources = {"segv": "import ctypes\nctypes.string_at(0)\n", "exit": "import os\nos._exit(0)\n"}
+    verdicts = []
+    for i in range(12):
+        child = spawn(server, tmp_path, f"c{i}")
+        kind = ["segv", "exit", "good"][i % 3]
+        try:
+            child.request("import", 10, path=write(tmp_path, f"c{i}", sources.get(kind, GOOD)))
+            verdicts.append("ok")
+        except ChildFailure:
+            verdicts.append("failed")
+        child.close()
+    assert verdicts.count("ok") == 4 and verdicts.count("failed") == 8
+    assert server.alive()
+
+
+def test_unpickler_refuses_code():
+    import pickle
+
+    class Evil:
+        def __reduce__(self):
+            return (os.system, ("echo pwned",))
+
+    with pytest.raises(ProtocolError, match="forbidden"):
+        loads(pickle.dumps(Evil()))
+    tensor = torch.randn(3, 4).to(torch.bfloat16)
+    assert torch.equal(loads(dumps({"t": tensor}))["t"], tensor)
