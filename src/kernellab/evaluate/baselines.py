@@ -19,7 +19,8 @@ from typing import Any, Callable
 import torch
 
 from kernellab.evaluate.reference import PARAM_SEED, Case
-from kernellab.sandbox.clock import TimingPlan, choose_and_time, summarize
+from kernellab.sandbox.clock import choose_and_time
+from kernellab.sandbox.timing_stats import TimingPlan, summarize
 from kernellab.tasks.materialize import build_model, cast_model, copy_matching_state
 from kernellab.tasks.model import Config
 from kernellab.tasks.module import build_module
@@ -41,9 +42,9 @@ def _cache_file(session) -> Path:
     return session.resolved.cache_dir / "baselines.json"
 
 
-def _cache_key(session, config: Config, dtype: str, backward: bool) -> str:
+def _cache_key(session, config: Config, dtype: str, backward: bool, method: str) -> str:
     v = session.versions
-    return "|".join([session.task.sha256[:16], config.label, dtype, "fwd+bwd" if backward else "fwd",
+    return "|".join([session.task.sha256[:16], config.label, dtype, "fwd+bwd" if backward else "fwd", method,
                      session.device_label, v["torch"], v["triton"]])
 
 
@@ -84,8 +85,8 @@ def _caller(model: Callable, sets: list[Case], backward: bool) -> Callable[[int]
     return call_bwd
 
 
-def _median_us(call: Callable[[int], Any], n_sets: int, plan: TimingPlan) -> float:
-    return summarize(choose_and_time(call, n_sets, plan).samples_us).median
+def _median_us(call: Callable[[int], Any], n_sets: int, plan: TimingPlan, method: str) -> float:
+    return summarize(choose_and_time(call, n_sets, plan, method=method).samples_us).median
 
 
 def _compiled(model: torch.nn.Module) -> Callable | None:
@@ -109,19 +110,20 @@ def _baseline_model(session, sets: list[Case]) -> torch.nn.Module:
 
 
 def baseline_times(session, config: Config, dtype: str, backward: bool, sets: list[Case],
-                   plan: TimingPlan) -> BaselineTimes:
-    key = _cache_key(session, config, dtype, backward)
+                   plan: TimingPlan, method: str) -> BaselineTimes:
+    """Baselines timed with ``method``, the one the candidate got, so both pay the same fixed costs."""
+    key = _cache_key(session, config, dtype, backward, method)
     cache_file = _cache_file(session)
     eager_call = _caller(sets[0].eager_model, sets, backward)
     quick = replace(plan, max_samples=max(plan.min_samples, 60), budget_s=min(plan.budget_s, 0.3))
-    eager_now = _median_us(eager_call, len(sets), quick)
+    eager_now = _median_us(eager_call, len(sets), quick, method)
     cached = _read_cache(cache_file).get(key)
     if cached and cached.get("eager_us") and abs(eager_now / cached["eager_us"] - 1) * 100 <= DRIFT_PCT:
         return BaselineTimes(cached["eager_us"], cached.get("compile_us"), cached.get("baseline_us"))
     notes = []
     if cached:
         notes.append(f"eager drifted from {cached['eager_us']:.1f} to {eager_now:.1f} µs; baselines re-timed")
-    eager_us = _median_us(eager_call, len(sets), plan)
+    eager_us = _median_us(eager_call, len(sets), plan, method)
     compile_us = None
     try:
         compiled, before = _compiled(sets[0].eager_model)
@@ -130,7 +132,7 @@ def baseline_times(session, config: Config, dtype: str, backward: bool, sets: li
         import torch._dynamo
 
         if torch._dynamo.utils.counters["stats"]["unique_graphs"] > before:
-            compile_us = _median_us(call, len(sets), plan)
+            compile_us = _median_us(call, len(sets), plan, method)
         else:
             notes.append("torch.compile captured no graph (fell back to eager): no compile baseline")
     except Exception as exc:  # noqa: BLE001 - a reference Inductor cannot compile has no compile baseline
@@ -139,7 +141,7 @@ def baseline_times(session, config: Config, dtype: str, backward: bool, sets: li
     if session.task.baseline_source:
         try:
             model = _baseline_model(session, sets)
-            baseline_us = _median_us(_caller(model, sets, backward), len(sets), plan)
+            baseline_us = _median_us(_caller(model, sets, backward), len(sets), plan, method)
         except Exception as exc:  # noqa: BLE001
             notes.append(f"baseline kernel failed: {type(exc).__name__}: {str(exc)[:200]}")
     for case in sets:

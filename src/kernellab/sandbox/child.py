@@ -24,6 +24,7 @@ from typing import Any
 
 import torch
 
+from kernellab.sandbox import clock  # binds the timers before any candidate code can patch them
 from kernellab.sandbox.channel import Channel, ChannelClosed
 from kernellab.sandbox.evidence import OpLog, kernel_records, mark_launch_stream, track_interpreter_launches
 
@@ -106,8 +107,6 @@ class Harness:
     def op_time(self, key: str, input_sets: list[list[Any]], plan: dict[str, Any], weights: torch.Tensor,
                 backward: dict[str, Any] | None) -> dict[str, Any]:
         """Time calls rotating over ``input_sets``; every call's outputs are fingerprinted afterwards."""
-        from kernellab.sandbox.clock import TimingPlan, measure
-
         model = self.models[key]
         fingerprints: list[tuple[int, list[float]]] = []
 
@@ -128,9 +127,11 @@ class Harness:
             for j in backward["wrt"]:
                 for args in input_sets:
                     args[j].requires_grad_(True)
-        times = measure(call, len(input_sets), TimingPlan(**plan), after=after)
+        times = clock.choose_and_time(call, len(input_sets), clock.TimingPlan(**plan), after=after)
         values = [(i, [float(f) for f in fps]) for i, fps in fingerprints]
-        return {"times": times.as_dict(), "fingerprints": values, "threads": _thread_count() - self.base_threads}
+        peak = clock.peak_memory(call, [0]) if self.device == "cuda" else None
+        return {"times": times.to_dict(), "fingerprints": values, "peak_mem_bytes": peak,
+                "threads": _thread_count() - self.base_threads}
 
     # -------------------------------------------------------------------------------- internals
 

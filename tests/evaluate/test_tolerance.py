@@ -1,0 +1,55 @@
+"""Comparators and error-scaled tolerances against hand-computed values."""
+
+from __future__ import annotations
+
+import math
+
+import torch
+
+from kernellab.evaluate.tolerance import FLOORS, compare_output, normalised_error, tolerance_for
+from kernellab.tasks.model import Comparator, OutputSpec
+
+
+def test_normalised_error_is_relative_to_rms():
+    ref = torch.tensor([3.0, 4.0], dtype=torch.float64)  # rms = sqrt(12.5)
+    out = torch.tensor([3.0, 4.5])
+    abs_err, rel = normalised_error(out, ref)
+    assert abs_err == 0.5
+    assert math.isclose(rel, 0.5 / math.sqrt(12.5), rel_tol=1e-12)
+
+
+def test_nan_never_matches_a_number_but_matching_infs_do():
+    ref = torch.tensor([1.0, float("inf")], dtype=torch.float64)
+    assert normalised_error(torch.tensor([1.0, float("inf")]), ref)[1] == 0.0
+    assert normalised_error(torch.tensor([float("nan"), float("inf")]), ref)[1] == float("inf")
+
+
+def test_tolerance_takes_the_larger_of_floor_and_scaled_eager_error():
+    assert tolerance_for(torch.float16, 0.0, 8) == FLOORS[torch.float16]
+    assert tolerance_for(torch.float16, 1e-3, 8) == 8e-3
+
+
+def test_allclose_passes_within_and_fails_beyond():
+    ref = torch.ones(10, dtype=torch.float64)
+    assert compare_output(ref.float() + 1e-6, ref, OutputSpec(), 1e-5).passed
+    assert not compare_output(ref.float() + 1e-3, ref, OutputSpec(), 1e-5).passed
+
+
+def test_exact_and_ulp():
+    ref = torch.tensor([1, 2, 3], dtype=torch.int8)
+    assert compare_output(ref.clone(), ref, OutputSpec(Comparator.EXACT), 0).passed
+    assert not compare_output(torch.tensor([1, 2, 4], dtype=torch.int8), ref, OutputSpec(Comparator.EXACT), 0).passed
+    assert compare_output(torch.tensor([1, 2, 4], dtype=torch.int8), ref, OutputSpec(Comparator.ULP, ulp=1), 0).passed
+    x = torch.tensor([1.0], dtype=torch.float16)
+    next_up = torch.nextafter(x, torch.tensor([2.0], dtype=torch.float16))
+    assert compare_output(next_up, x.double(), OutputSpec(Comparator.ULP, ulp=1), 0).passed
+    assert not compare_output(next_up, x.double(), OutputSpec(Comparator.ULP, ulp=0), 0).passed
+
+
+def test_values_at_indices_accepts_ties_and_rejects_wrong_picks():
+    x = torch.tensor([[1.0, 5.0, 5.0, 0.0]])
+    spec = OutputSpec(Comparator.VALUES_AT_INDICES, of="x", dim=-1)
+    ref = torch.tensor([1])
+    assert compare_output(torch.tensor([2]), ref, spec, 1e-6, inputs={"x": x}).passed  # the other max
+    assert not compare_output(torch.tensor([0]), ref, spec, 1e-6, inputs={"x": x}).passed
+    assert not compare_output(torch.tensor([9]), ref, spec, 1e-6, inputs={"x": x}).passed  # out of range
