@@ -32,17 +32,26 @@ def _parse(source: str, where: Path | str) -> ast.Module:
         raise TaskError(f"{where}:{exc.lineno}: syntax error: {exc.msg}") from None
 
 
+_ARITHMETIC = (ast.Expression, ast.Constant, ast.BinOp, ast.UnaryOp, ast.Tuple, ast.List, ast.operator,
+               ast.unaryop, ast.Load)
+
+
 def module_constants(source: str, where: Path | str = "<reference>") -> dict[str, Any]:
-    """Top-level assignments whose value is a literal (``dim = 16384``, ``shape = (4, 8)``)."""
+    """Top-level assignments of literals or literal arithmetic (``dim = 16384``, ``N = 1 << 20``)."""
     constants: dict[str, Any] = {}
     for node in _parse(source, where).body:
         name = _assigned_name(node)
         if name is None:
             continue
+        expr = ast.Expression(node.value)  # type: ignore[union-attr]
+        if not all(isinstance(n, _ARITHMETIC) for n in ast.walk(expr)):
+            continue  # derived from other names or calls: re-evaluated, never set by a config
         try:
-            constants[name] = ast.literal_eval(node.value)  # type: ignore[union-attr]
-        except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+            value = eval(compile(expr, str(where), "eval"), {"__builtins__": {}})  # literals only, checked above
+        except (ArithmeticError, TypeError, ValueError, MemoryError, RecursionError):
             continue
+        if isinstance(value, (int, float, bool, str, tuple, list)):
+            constants[name] = value
     return constants
 
 

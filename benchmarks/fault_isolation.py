@@ -1,0 +1,142 @@
+"""Fault isolation: 20 candidates in one EvalSession, 5 of which crash in different ways.
+
+Every candidate must get a verdict with a reason, the crashed ones must not take the session down,
+and the 15 good ones must pass. Prints a table and writes JSON.
+
+    python benchmarks/fault_isolation.py [--out benchmarks/results/fault_isolation.json]
+
+Runs on the GPU when there is one; on the CPU the candidates run under the Triton interpreter and
+the illegal-address case (a GPU fault) becomes an out-of-range access of the interpreter.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import tempfile
+import textwrap
+import time
+from pathlib import Path
+
+from kernellab.evaluate.options import EvalOptions
+from kernellab.evaluate.session import EvalSession
+from kernellab.tasks.load import load_task
+from kernellab.tasks.model import Policy
+
+REFERENCE = textwrap.dedent("""
+    import torch
+    import torch.nn as nn
+
+    N = 1 << 20
+
+    class Model(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.scale = nn.Parameter(torch.ones(1))
+
+        def forward(self, x):
+            return x * self.scale + 1.0
+
+    def get_inputs():
+        return [torch.randn(N)]
+
+    def get_init_inputs():
+        return []
+""")
+
+TOML = textwrap.dedent("""
+    schema = 1
+    category = "elementwise"
+    description = "x * scale + 1"
+    dtypes = ["float32"]
+    configs = [{ N = 16777216 }, { N = 1048576 }, { N = 4096 }]
+    edge = [{ N = 1 }]
+    holdout = [{ N = 4099 }]
+    small = [{ N = 1000 }]
+""")
+
+KERNEL = textwrap.dedent("""
+    import os, ctypes, time
+    import torch
+    import torch.nn as nn
+    import triton
+    import triton.language as tl
+
+    @triton.jit
+    def scale_kernel(x_ptr, s_ptr, y_ptr, n, OFFSET: tl.constexpr, BLOCK: tl.constexpr):
+        offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+        mask = offs < n
+        s = tl.load(s_ptr)
+        x = tl.load(x_ptr + offs, mask=mask)
+        tl.store(y_ptr + offs + OFFSET, x * s + 1.0, mask=mask)
+
+    class ModelNew(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.scale = nn.Parameter(torch.ones(1))
+
+        def forward(self, x):
+            {fault}
+            y = torch.empty_like(x)
+            n = x.numel()
+            scale_kernel[(triton.cdiv(n, 1024),)](x, self.scale, y, n, OFFSET={offset}, BLOCK=1024)
+            return y
+""")
+
+FAULTS = {
+    "segfault": ("ctypes.string_at(0)", 0),
+    "illegal_address": ("pass", 1 << 40),
+    "infinite_loop": ("while True: pass", 0),
+    "out_of_memory": ("torch.empty(1 << 45, dtype=torch.uint8, device=x.device)", 0),
+    "os_exit": ("os._exit(0)", 0),
+}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", default="benchmarks/results/fault_isolation.json")
+    parser.add_argument("--timeout", type=float, default=20.0, help="per-request timeout (the infinite loop)")
+    args = parser.parse_args()
+    root = Path(tempfile.mkdtemp(prefix="kernellab-faults-"))
+    task_dir = root / "scale"
+    task_dir.mkdir()
+    (task_dir / "reference.py").write_text(REFERENCE)
+    (task_dir / "task.toml").write_text(TOML)
+    candidates = []
+    fault_slots = {2: "segfault", 6: "illegal_address", 10: "infinite_loop", 14: "out_of_memory", 18: "os_exit"}
+    for i in range(20):
+        kind = fault_slots.get(i, "good")
+        fault, offset = FAULTS.get(kind, ("pass", 0))
+        path = root / f"candidate_{i:02d}_{kind}.py"
+        path.write_text(KERNEL.replace("{fault}", fault).replace("{offset}", str(offset)))
+        candidates.append((kind, path))
+    # Policy off: the static scan would reject ctypes and os._exit before they run, and this
+    # benchmark is about what the sandbox does when they do run.
+    options = EvalOptions(request_timeout_s=args.timeout, configs="all", policy=Policy.OFF)
+    rows = []
+    started = time.perf_counter()
+    with EvalSession(load_task(task_dir), options) as session:
+        for kind, path in candidates:
+            verdict = session.evaluate(path)
+            rows.append({"candidate": path.name, "kind": kind, "status": verdict.status.value,
+                         "correct": verdict.correct, "failed_stage": verdict.failed_stage.value
+                         if verdict.failed_stage else None, "error": verdict.error,
+                         "violations": sorted(verdict.violation_kinds()), "elapsed_s": round(verdict.elapsed_s, 2)})
+            print(f"{path.name:34s} {verdict.status.value:9s} {str(verdict.correct):5s} "
+                  f"{(verdict.error or '')[:90]}", flush=True)
+    total = time.perf_counter() - started
+    good = [r for r in rows if r["kind"] == "good"]
+    bad = [r for r in rows if r["kind"] != "good"]
+    summary = {"verdicts": len(rows), "good_passed": sum(r["correct"] for r in good), "good": len(good),
+               "faulty_rejected": sum(not r["correct"] for r in bad), "faulty": len(bad),
+               "total_s": round(total, 1), "device": session.device_label, "rows": rows}
+    print(f"\n{summary['verdicts']} verdicts in one session ({total:.1f} s): "
+          f"{summary['good_passed']}/{summary['good']} good passed, "
+          f"{summary['faulty_rejected']}/{summary['faulty']} faulty rejected with a reason")
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(summary, indent=1))
+
+
+if __name__ == "__main__":
+    main()
