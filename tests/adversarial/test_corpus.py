@@ -1,0 +1,73 @@
+"""Every adversarial case through a real EvalSession: cheats rejected with the right kind, legitimate
+unusual kernels accepted. One warm session per fixture task, as a benchmark campaign would use it.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+
+import pytest
+import torch
+
+from kernellab.evaluate.options import EvalOptions
+from kernellab.evaluate.session import EvalSession
+from kernellab.tasks.load import load_task
+
+HERE = Path(__file__).parent
+MANIFEST = tomllib.loads((HERE / "manifest.toml").read_text())
+CASES = [c for c in MANIFEST["case"] if c.get("kind", "candidate") == "candidate"]
+GPU = torch.cuda.is_available()
+
+
+@pytest.fixture(scope="module")
+def sessions():
+    opened: dict[str, EvalSession] = {}
+
+    def get(task: str) -> EvalSession:
+        if task not in opened:
+            opened[task] = EvalSession(load_task(HERE / "tasks" / task), EvalOptions(request_timeout_s=60))
+        return opened[task]
+
+    yield get
+    for session in opened.values():
+        session.close()
+
+
+def _marks(case: dict) -> list:
+    marks = []
+    if case.get("gpu_only"):
+        marks.append(pytest.mark.gpu)
+    return marks
+
+
+@pytest.mark.parametrize("case", [pytest.param(c, id=c["candidate"], marks=_marks(c)) for c in CASES])
+def test_case(case, sessions):
+    on_cpu_instead = not GPU and "cpu_status" in case
+    if case.get("gpu_only") and not GPU and not on_cpu_instead:
+        pytest.skip("needs a GPU to show")
+    verdict = sessions(case["task"]).evaluate(HERE / "candidates" / case["candidate"])
+    kinds = verdict.violation_kinds()
+    summary = f"status={verdict.status.value} correct={verdict.correct} stage={verdict.failed_stage} " \
+              f"violations={sorted(kinds)} error={verdict.error}"
+    if on_cpu_instead:
+        assert verdict.status.value in case["cpu_status"], summary
+        if verdict.status.value != "passed":
+            return
+    if case.get("holdout_only"):
+        assert verdict.status.value == "passed" and verdict.correct, summary
+        assert verdict.holdout.correct is False and verdict.exit_code == 3, summary
+        return
+    if case["expect"] == "accept":
+        assert verdict.status.value == "passed" and verdict.correct and not kinds, summary
+        return
+    assert not (verdict.status.value == "passed" and verdict.correct), summary
+    if "status" in case:
+        assert verdict.status.value == case["status"], summary
+    wanted = case.get("violation", "")
+    also = set(case.get("also_ok", []))
+    if wanted:
+        plain_failure_ok = "failed" in also and not kinds
+        assert wanted in kinds or kinds & also or plain_failure_ok, summary
+    if case.get("stage") and (not wanted or wanted in kinds):
+        assert verdict.failed_stage is not None and verdict.failed_stage.value == case["stage"], summary
