@@ -17,7 +17,7 @@ from kernellab.evaluate.policy import KernelRecord, judge_op_log, judge_trace
 from kernellab.evaluate.reference import Case
 from kernellab.evaluate.tolerance import compare_output
 from kernellab.evaluate.verdict import ConfigCheck, Violation, ViolationKind
-from kernellab.sandbox.child import POISON
+from kernellab.sandbox.evidence import POISON, poison_fill
 from kernellab.tasks.model import OutputSpec
 
 # A float32 error counts as a precision downcast when it is within this factor of what eager
@@ -36,13 +36,9 @@ class CallOutcome:
         return self.check.passed and not self.violations
 
 
-def poison_sizes(case: Case) -> list[int]:
-    return [int(r.numel() * torch.empty(0, dtype=dt).element_size())
-            for r, dt in zip(case.ref_outputs, case_out_dtypes(case))]
-
-
-def case_out_dtypes(case: Case) -> list[torch.dtype]:
-    return [o.dtype for o in case.expected_outputs]
+def poison_sizes(case: Case) -> list[tuple[int, str]]:
+    """(elements, dtype) of each expected output: the blocks the child poisons before a call."""
+    return [(o.numel(), str(o.dtype).removeprefix("torch.")) for o in case.expected_outputs]
 
 
 def run_case(ctx, case: Case, *, profile: bool = False, backward: bool = False,
@@ -125,13 +121,13 @@ def _input_mutation(case: Case, after: list[Any], where: str) -> list[Violation]
     for i, (now, before) in enumerate(zip(after, case.pristine)):
         if i in mutable or not isinstance(before, torch.Tensor):
             continue
-        if not isinstance(now, torch.Tensor) or not _bitwise_equal(now.detach(), before):
+        if not isinstance(now, torch.Tensor) or not bitwise_equal(now.detach(), before):
             name = case.names[i] if i < len(case.names) else f"#{i}"
             return [Violation(ViolationKind.INPUT_MUTATION, f"{where}: input {name!r} was modified")]
     return []
 
 
-def _bitwise_equal(a: torch.Tensor, b: torch.Tensor) -> bool:
+def bitwise_equal(a: torch.Tensor, b: torch.Tensor) -> bool:
     if a.shape != b.shape or a.dtype != b.dtype:
         return False
     a, b = a.to(b.device).contiguous(), b.contiguous()
@@ -142,13 +138,12 @@ def _bitwise_equal(a: torch.Tensor, b: torch.Tensor) -> bool:
 
 
 def _has_poison(t: torch.Tensor) -> bool:
-    pattern = POISON.get(t.dtype)
-    if pattern is None or t.numel() == 0:
+    if t.dtype not in POISON or t.numel() == 0:
         return False
+    marker = torch.empty(1, dtype=t.dtype, device=t.device)
+    poison_fill(marker)
     width = {4: torch.int32, 2: torch.int16, 8: torch.int64}[t.element_size()]
-    bits = t.contiguous().view(width)
-    signed = pattern - (1 << (8 * t.element_size())) if pattern >= 1 << (8 * t.element_size() - 1) else pattern
-    return bool((bits == signed).any())
+    return bool((t.contiguous().view(width) == marker.view(width)).any())
 
 
 def _compare_all(case: Case, compared: list[torch.Tensor], where: str) -> tuple[ConfigCheck, list[Violation]]:

@@ -63,6 +63,7 @@ class CandidateProcess:
         child_end.close()
         self.channel = Channel(judge_end)
         self.dead: str | None = None
+        self.compile_seconds = 0.0  # JIT compile time the child reported, summed over requests
         hello = self._receive(start_timeout)
         if not hello.get("ok"):
             self.kill()
@@ -80,6 +81,9 @@ class CandidateProcess:
         if not isinstance(reply, dict) or "ok" not in reply:
             self.kill()
             raise ChildFailure("protocol", "the candidate process answered out of protocol")
+        compile_s = reply.get("compile_s")
+        if isinstance(compile_s, float) and 0 <= compile_s < 1e5:
+            self.compile_seconds += compile_s
         if not reply["ok"]:
             raise CandidateError(reply)
         return reply.get("value")

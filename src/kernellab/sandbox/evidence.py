@@ -16,6 +16,24 @@ from torch.utils._python_dispatch import TorchDispatchMode
 
 MARKER_NUMEL = 7919  # a prime, so the marker fill is recognisable by its size in the trace
 
+# Poison patterns: NaNs with a payload no arithmetic produces, so "this output element was never
+# written" is recognisable bit for bit.
+POISON = {torch.float32: 0x7FC0DEAD, torch.float16: 0x7E5A, torch.bfloat16: 0x7FDA, torch.float64: 0x7FF8DEADBEEFDEAD}
+_INT_OF_WIDTH = {8: torch.int64, 4: torch.int32, 2: torch.int16}
+_EMPTY_OPS = {"aten.empty.memory_format", "aten.empty_like.default", "aten.empty_strided.default",
+              "aten.new_empty.default", "aten.new_empty_strided.default"}
+
+
+def poison_fill(t: torch.Tensor) -> None:
+    """Overwrite a fresh floating tensor with its dtype's poison pattern."""
+    pattern = POISON.get(t.dtype)
+    if pattern is None or t.numel() == 0 or not t.is_contiguous():
+        return
+    bits = 8 * t.element_size()
+    signed = pattern - (1 << bits) if pattern >= 1 << (bits - 1) else pattern
+    with torch.no_grad():
+        t.view(_INT_OF_WIDTH[t.element_size()]).fill_(signed)
+
 
 class InterpreterLaunches:
     """Counts interpreter grid launches by kernel name; ``depth`` > 0 while one is executing."""
@@ -46,7 +64,12 @@ def track_interpreter_launches() -> InterpreterLaunches | None:
 
 
 class OpLog(TorchDispatchMode):
-    """Aten ops the candidate issued outside interpreted kernel launches."""
+    """Aten ops the candidate issued outside interpreted kernel launches.
+
+    It also poisons every fresh ``torch.empty*`` the candidate allocates: on the CPU, malloc hands
+    back freed blocks too unpredictably for the GPU's poison-and-free trick to work, so an output
+    the kernel never writes is made recognisable at allocation instead.
+    """
 
     def __init__(self, launches: InterpreterLaunches | None):
         super().__init__()
@@ -54,9 +77,13 @@ class OpLog(TorchDispatchMode):
         self.ops: list[str] = []
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-        if self.launches is None or self.launches.depth == 0:
+        outside = self.launches is None or self.launches.depth == 0
+        if outside:
             self.ops.append(str(func))
-        return func(*args, **(kwargs or {}))
+        result = func(*args, **(kwargs or {}))
+        if outside and str(func) in _EMPTY_OPS and isinstance(result, torch.Tensor) and result.is_floating_point():
+            poison_fill(result)
+        return result
 
 
 def launch_stream_id() -> int:

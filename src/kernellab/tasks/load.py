@@ -7,6 +7,7 @@ or a suite id such as ``normalization/rmsnorm``.
 
 from __future__ import annotations
 
+import ast
 import tomllib
 from pathlib import Path
 from typing import Any
@@ -134,9 +135,17 @@ def _load_task_folder(folder: Path) -> Task:
     precision = meta.get("fp32_precision", "ieee")
     if precision not in ("ieee", "tf32"):
         raise TaskError(f"{where}: fp32_precision must be 'ieee' or 'tf32', not {precision!r}")
-    factor = float(meta.get("tolerance_factor", 8.0))
-    if factor <= 0:
-        raise TaskError(f"{where}: tolerance_factor must be positive")
+    factor = meta.get("tolerance_factor", 8.0)
+    if isinstance(factor, bool) or float(factor) <= 0:
+        raise TaskError(f"{where}: tolerance_factor must be a positive number")
+    factor = float(factor)
+    if "dtypes" in meta and not dtypes:
+        raise TaskError(f"{where}: dtypes is empty")
+    _check_names(meta, forward_arguments(source, ref), source, where)
+    seen = {c.values for c in configs if c.visibility is Visibility.SEEN}
+    overlap = [c.label for c in configs if c.visibility is Visibility.HOLDOUT and c.values in seen]
+    if overlap:
+        raise TaskError(f"{where}: holdout config {overlap[0]} is also a seen config")
     return Task(
         id=task_id_for(folder), root=folder, source=source,
         category=meta.get("category", "uncategorized"),
@@ -158,6 +167,31 @@ def _load_task_folder(folder: Path) -> Task:
                            for k, v in meta.get("input_domain", {}).items()),
         configs=configs,
     )
+
+
+def forward_arguments(source: str, where: Path) -> list[str]:
+    """The argument names of ``Model.forward`` (without self), read from the source."""
+    for node in ast.parse(source, filename=str(where)).body:
+        if isinstance(node, ast.ClassDef) and node.name == "Model":
+            for item in node.body:
+                if isinstance(item, ast.FunctionDef) and item.name == "forward":
+                    return [a.arg for a in item.args.args[1:]]
+    return []
+
+
+def _check_names(meta: dict[str, Any], arguments: list[str], source: str, where: str) -> None:
+    """Names in task.toml must exist: a typo would silently change what is measured."""
+    named = [("grad_inputs", n) for n in meta.get("grad_inputs", [])] + \
+        [("mutates", n) for n in meta.get("mutates", [])] + \
+        [("input_domain", n) for n in meta.get("input_domain", {})] + \
+        [(f"outputs[{i}].of", o["of"]) for i, o in enumerate(meta.get("outputs", [])) if isinstance(o, dict) and "of" in o]
+    for key, name in named:
+        if name not in arguments:
+            raise TaskError(f"{where}: {key} names {name!r}, which is not an argument of Model.forward "
+                            f"({', '.join(arguments)})")
+    for name in meta.get("keep_dtype", []):
+        if name not in arguments and f".{name}" not in source:
+            raise TaskError(f"{where}: keep_dtype names {name!r}, neither a forward argument nor an attribute")
 
 
 def _baseline_backend(source: str) -> str:
@@ -208,8 +242,10 @@ def _parse_outputs(items: list[Any], where: str) -> tuple[OutputSpec, ...]:
         compare = _enum(Comparator, item.get("compare", "allclose"), where, f"outputs[{i}].compare")
         if compare is Comparator.VALUES_AT_INDICES and not item.get("of"):
             raise TaskError(f"{where}: outputs[{i}]: values_at_indices needs `of` (the input indexed)")
-        specs.append(OutputSpec(compare=compare, ulp=int(item.get("ulp", 0)), of=item.get("of"),
-                                dim=int(item.get("dim", -1))))
+        for key in ("ulp", "dim"):
+            if key in item and (not isinstance(item[key], int) or isinstance(item[key], bool)):
+                raise TaskError(f"{where}: outputs[{i}].{key} must be an integer")
+        specs.append(OutputSpec(compare=compare, ulp=item.get("ulp", 0), of=item.get("of"), dim=item.get("dim", -1)))
     return tuple(specs) or (OutputSpec(),)
 
 

@@ -34,8 +34,12 @@ class Problem:
         return params[1:]  # drop self
 
     def init_inputs(self) -> list[Any]:
-        torch.manual_seed(0)
-        return list(self.module.get_init_inputs())
+        state = torch.random.get_rng_state()
+        try:
+            torch.manual_seed(0)
+            return list(self.module.get_init_inputs())
+        finally:
+            torch.random.set_rng_state(state)
 
     def input_numel(self) -> int:
         """Total elements of the inputs, found on the meta device without allocating them."""
@@ -94,17 +98,20 @@ def randomize_parameters(model: torch.nn.Module, seed: int) -> None:
     ignores the weight pass; non-constant initialisations are already random and are kept.
     Values stay within ±50% of the constant (at least ±0.5), so variances stay positive.
     """
-    generator = torch.Generator().manual_seed(seed + 7919)
+    generator = torch.Generator(device="cpu").manual_seed(seed + 7919)
+    buffers = {id(b) for b in model.buffers()}
     with torch.no_grad():
         for _, tensor in _named_state(model):
             if not tensor.is_floating_point() or tensor.numel() == 0:
                 continue
+            if id(tensor) in buffers and tensor.numel() == 1:
+                continue  # a scalar buffer is a constant of the op (a scale, an eps), not a weight
             flat = tensor.detach().reshape(-1)
             if bool((flat == flat[0]).all()):
                 centre = float(flat[0])
                 scale = max(abs(centre), 1.0) * 0.5
-                noise = (torch.rand(tensor.shape, generator=generator, dtype=torch.float64) * 2 - 1) * scale
-                tensor.copy_((centre + noise).to(tensor.dtype))
+                noise = (torch.rand(tensor.shape, generator=generator, dtype=torch.float64, device="cpu") * 2 - 1)
+                tensor.copy_((centre + noise * scale).to(device=tensor.device, dtype=tensor.dtype))
 
 
 def _named_state(model: torch.nn.Module):

@@ -27,10 +27,10 @@ def run(ctx) -> StageResult:
     ctx.child = CandidateProcess(session.server(), spec)
     started = time.perf_counter()
     ctx.child.request("import", ctx.timeout, path=str(ctx.path))
+    ctx.import_seconds = time.perf_counter() - started
     config = first_config(session)
     case = session.case(config, session.resolved.dtypes[0], session.options.seed)
     run_case(ctx, case)  # judged again by the smoke stage; here it must only run
-    ctx.verdict.compile_seconds = time.perf_counter() - started
     ctx.verdict.compiled = True
     return StageResult(Stage.LOAD, True)
 

@@ -1,0 +1,27 @@
+import torch
+import torch.nn as nn
+
+batch_size = 4
+seq_len = 4096
+dim = 1536
+
+
+class Model(nn.Module):
+    """x: [batch, seq, dim]; shift, scale: [batch, dim]. Returns x * (1 + scale) + shift."""
+
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, x, shift, scale):
+        return x * (1 + scale.unsqueeze(1)) + shift.unsqueeze(1)
+
+
+def get_inputs():
+    x = torch.randn(batch_size, seq_len, dim)
+    shift = torch.randn(batch_size, dim)
+    scale = torch.randn(batch_size, dim) * 0.5
+    return [x, shift, scale]
+
+
+def get_init_inputs():
+    return []

@@ -1,0 +1,24 @@
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+batch_size = 4096
+dim = 11008
+
+
+class Model(nn.Module):
+    """Exact GELU: x * Phi(x) = 0.5 x (1 + erf(x / sqrt(2)))."""
+
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, x):
+        return F.gelu(x)
+
+
+def get_inputs():
+    return [torch.randn(batch_size, dim)]
+
+
+def get_init_inputs():
+    return []

@@ -1,0 +1,24 @@
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+num_tokens = 4096
+hidden = 11008
+
+
+class Model(nn.Module):
+    """x: [num_tokens, 2 * hidden] = [a | b]. Returns a * sigmoid(b): [num_tokens, hidden]."""
+
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, x):
+        return F.glu(x, dim=-1)
+
+
+def get_inputs():
+    return [torch.randn(num_tokens, 2 * hidden)]
+
+
+def get_init_inputs():
+    return []

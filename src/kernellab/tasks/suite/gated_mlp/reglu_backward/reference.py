@@ -1,0 +1,31 @@
+import torch
+import torch.nn as nn
+
+num_tokens = 4096
+hidden = 11008
+
+
+class Model(nn.Module):
+    """Backward of relu(gate) * up.
+
+    x = [gate | up]: [num_tokens, 2 * hidden]; grad_output: [num_tokens, hidden].
+    Returns the gradient with respect to x, [d_gate | d_up]: [num_tokens, 2 * hidden].
+    """
+
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, x, grad_output):
+        gate, up = x.chunk(2, dim=-1)
+        positive = (gate > 0).to(gate.dtype)
+        d_gate = grad_output * up * positive
+        d_up = grad_output * gate * positive
+        return torch.cat([d_gate, d_up], dim=-1)
+
+
+def get_inputs():
+    return [torch.randn(num_tokens, 2 * hidden), torch.randn(num_tokens, hidden)]
+
+
+def get_init_inputs():
+    return []

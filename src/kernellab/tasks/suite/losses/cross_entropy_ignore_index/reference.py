@@ -1,0 +1,32 @@
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+num_tokens = 4096
+vocab_size = 32000
+
+
+class Model(nn.Module):
+    """logits: [num_tokens, vocab_size]; targets: [num_tokens] int64.
+
+    Targets equal to -100 are ignored; returns the mean over the others.
+    """
+
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, logits, targets):
+        return F.cross_entropy(logits, targets, ignore_index=-100)
+
+
+def get_inputs():
+    logits = torch.randn(num_tokens, vocab_size) * 2.0
+    targets = torch.randint(0, vocab_size, (num_tokens,))
+    ignored = torch.rand(num_tokens) < 0.25
+    ignored[0] = False  # at least one token counts
+    targets[ignored] = -100
+    return [logits, targets]
+
+
+def get_init_inputs():
+    return []

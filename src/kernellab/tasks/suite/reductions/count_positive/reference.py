@@ -1,0 +1,23 @@
+import torch
+import torch.nn as nn
+
+rows = 8192
+cols = 4096
+
+
+class Model(nn.Module):
+    """x: [rows, cols]. Returns (x > 0).sum(-1): [rows] int64."""
+
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, x):
+        return (x > 0).sum(dim=-1)
+
+
+def get_inputs():
+    return [torch.randn(rows, cols)]
+
+
+def get_init_inputs():
+    return []
