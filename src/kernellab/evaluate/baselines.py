@@ -89,14 +89,23 @@ def _median_us(call: Callable[[int], Any], n_sets: int, plan: TimingPlan, method
     return summarize(choose_and_time(call, n_sets, plan, method=method).samples_us).median
 
 
-def _compiled(model: torch.nn.Module) -> Callable | None:
-    """``torch.compile`` of a copy of the eager model; None if Dynamo captured nothing (a fallback)."""
+def _time_compiled(sets: list[Case], backward: bool, plan: TimingPlan, method: str, notes: list[str]) -> float | None:
+    """``torch.compile(dynamic=False)`` of a copy of the eager model, timed; None (with a note) when
+    Dynamo captured no graph, which would make the "compile" baseline eager in disguise."""
     import torch._dynamo
 
-    torch._dynamo.reset()
-    before = torch._dynamo.utils.counters["stats"]["unique_graphs"]
-    compiled = torch.compile(copy.deepcopy(model), dynamic=False)
-    return compiled, before
+    try:
+        torch._dynamo.reset()
+        before = torch._dynamo.utils.counters["stats"]["unique_graphs"]
+        call = _caller(torch.compile(copy.deepcopy(sets[0].eager_model), dynamic=False), sets, backward)
+        call(0)
+        if torch._dynamo.utils.counters["stats"]["unique_graphs"] <= before:
+            notes.append("torch.compile captured no graph (fell back to eager): no compile baseline")
+            return None
+        return _median_us(call, len(sets), plan, method)
+    except Exception as exc:  # noqa: BLE001 - a reference Inductor cannot compile has no compile baseline
+        notes.append(f"torch.compile failed: {type(exc).__name__}: {str(exc)[:200]}")
+        return None
 
 
 def _baseline_model(session, sets: list[Case]) -> torch.nn.Module:
@@ -118,25 +127,16 @@ def baseline_times(session, config: Config, dtype: str, backward: bool, sets: li
     quick = replace(plan, max_samples=max(plan.min_samples, 60), budget_s=min(plan.budget_s, 0.3))
     eager_now = _median_us(eager_call, len(sets), quick, method)
     cached = _read_cache(cache_file).get(key)
-    if cached and cached.get("eager_us") and abs(eager_now / cached["eager_us"] - 1) * 100 <= DRIFT_PCT:
+    wanted_compile = session.options.compile_baseline
+    usable = cached and cached.get("eager_us") and (cached.get("compile_us") is not None or not wanted_compile
+                                                     or cached.get("compile_note"))
+    if usable and abs(eager_now / cached["eager_us"] - 1) * 100 <= DRIFT_PCT:
         return BaselineTimes(cached["eager_us"], cached.get("compile_us"), cached.get("baseline_us"))
     notes = []
     if cached:
         notes.append(f"eager drifted from {cached['eager_us']:.1f} to {eager_now:.1f} µs; baselines re-timed")
     eager_us = _median_us(eager_call, len(sets), plan, method)
-    compile_us = None
-    try:
-        compiled, before = _compiled(sets[0].eager_model)
-        call = _caller(compiled, sets, backward)
-        call(0)
-        import torch._dynamo
-
-        if torch._dynamo.utils.counters["stats"]["unique_graphs"] > before:
-            compile_us = _median_us(call, len(sets), plan, method)
-        else:
-            notes.append("torch.compile captured no graph (fell back to eager): no compile baseline")
-    except Exception as exc:  # noqa: BLE001 - a reference Inductor cannot compile has no compile baseline
-        notes.append(f"torch.compile failed: {type(exc).__name__}: {str(exc)[:200]}")
+    compile_us = _time_compiled(sets, backward, plan, method, notes) if wanted_compile else None
     baseline_us = None
     if session.task.baseline_source:
         try:
@@ -146,5 +146,8 @@ def baseline_times(session, config: Config, dtype: str, backward: bool, sets: li
             notes.append(f"baseline kernel failed: {type(exc).__name__}: {str(exc)[:200]}")
     for case in sets:
         case.restore_inputs()
-    _write_cache(cache_file, key, {"eager_us": eager_us, "compile_us": compile_us, "baseline_us": baseline_us})
+    compile_note = next((n for n in notes if n.startswith("torch.compile")), None)
+    if wanted_compile or not cached:
+        _write_cache(cache_file, key, {"eager_us": eager_us, "compile_us": compile_us, "baseline_us": baseline_us,
+                                       "compile_note": compile_note})
     return BaselineTimes(eager_us, compile_us, baseline_us, tuple(notes))

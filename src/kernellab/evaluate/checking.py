@@ -42,10 +42,14 @@ def poison_sizes(case: Case) -> list[tuple[int, str]]:
 
 
 def run_case(ctx, case: Case, *, profile: bool = False, backward: bool = False,
-             label: str | None = None) -> CallOutcome:
-    """Restore the case's inputs, call the candidate once, and judge what came back."""
+             label: str | None = None, same_buffers: bool = False) -> CallOutcome:
+    """Restore the case's inputs, call the candidate once, and judge what came back.
+
+    ``same_buffers``: the call must see its new values in the previous call's input memory (the
+    judge's GPU tensors are shared, so on the GPU the caller arranges it; the CPU child does it).
+    """
     case.restore_inputs()
-    call: dict[str, Any] = {"inputs": case.inputs}
+    call: dict[str, Any] = {"inputs": case.inputs, "same_buffers": same_buffers}
     if backward:
         call["wrt"] = case.grad_input_indices()
         call["grad_outputs"] = case.grad_outputs

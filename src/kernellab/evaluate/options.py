@@ -32,6 +32,7 @@ class EvalOptions:
     timing_min_samples: int = 20
     timing_max_samples: int = 400
     time_holdout: bool = True
+    compile_baseline: bool = True  # torch.compile is seconds per config: off for search loops and tests
     memory_fraction: float | None = 0.9
     device: str | None = None  # "cuda" | "cpu"; default: cuda when available
     work_dir: Path | None = None

@@ -111,7 +111,9 @@ def _run_stages(ctx: EvalContext) -> None:
             result: StageResult | None = fn(ctx)
         except CandidateError as exc:
             result = StageResult(stage, False, error=str(exc))
-            if ctx.session.resolved.interpret and _looks_like_interpreter_gap(exc, ctx.source):
+            if exc.exc_type == "HarnessError":
+                verdict.status = Status.HARNESS_ERROR
+            elif ctx.session.resolved.interpret and _looks_like_interpreter_gap(exc, ctx.source):
                 verdict.status = Status.UNSUPPORTED_IN_INTERPRETER
                 result.error = f"Triton interpreter cannot run this candidate: {exc}"
         except ChildFailure as exc:

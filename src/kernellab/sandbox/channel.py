@@ -68,6 +68,8 @@ _ALLOWED = {
     ("torch", "Size"),
     ("torch", "device"),
     ("torch.storage", "UntypedStorage"),
+    ("torch.storage", "TypedStorage"),
+    ("torch", "TypedStorage"),
     ("torch", "UntypedStorage"),
     ("builtins", "slice"),
     ("builtins", "complex"),

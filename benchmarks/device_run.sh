@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# The verifier's GPU evidence in one go: GPU tests, the adversarial corpus on the GPU, and the
+# benchmarks. Logs and JSON go to $OUT (default benchmarks/results). Usage:
+#   bash benchmarks/device_run.sh [corpus|timing|faults|speed|units|repeat]...   (default: all)
+set -u
+export PYTHONPATH="$PWD/src${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1
+export KERNELLAB_CACHE_DIR="${KERNELLAB_CACHE_DIR:-/tmp/kernellab-cache}"
+OUT="${OUT:-benchmarks/results}"
+RES="${RES:-$OUT}"  # where logs and JSON are written; with the device tool, a folder packed into $OUT
+mkdir -p "$OUT" "$RES"
+steps="${*:-corpus timing faults speed units repeat}"
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv > "$RES/gpu.txt" 2>&1
+for step in $steps; do
+  start=$(date +%s)
+  case "$step" in
+    corpus) timeout 200 python -m pytest -q -p no:cacheprovider -rf tests/adversarial/test_corpus.py ;;
+    timing) timeout 90 python benchmarks/timing_vs_do_bench.py --out "$RES/timing_vs_do_bench.json" ;;
+    faults) timeout 120 python benchmarks/fault_isolation.py --out "$RES/fault_isolation.json" ;;
+    speed) timeout 220 python benchmarks/eval_speed.py --out "$RES/eval_speed.json" ;;
+    units) timeout 150 python -m pytest -q -p no:cacheprovider -rf -m gpu tests/sandbox tests/evaluate tests/tasks ;;
+    repeat) timeout 240 python benchmarks/eval_repeatability.py --out "$RES/eval_repeatability.json" ;;
+  esac > "$RES/$step.log" 2>&1
+  echo "== $step: exit $? in $(( $(date +%s) - start )) s"
+  tail -n 12 "$RES/$step.log"
+  [ "$RES" != "$OUT" ] && tar czf "$OUT/results.tgz" -C "$RES" .
+done

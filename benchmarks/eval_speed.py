@@ -1,0 +1,91 @@
+"""How long a full gated evaluation takes: cold (a new process, everything included) and warm
+(a second candidate in the same session, its own first compile reported apart).
+
+    python benchmarks/eval_speed.py [--task normalization/rmsnorm] [--candidate examples/rmsnorm_triton.py]
+
+"Cold" is measured twice: with empty caches (device ceilings and baseline timings, torch.compile
+included, are measured on first use) and with those caches filled, as on any later day on the same
+machine. Prints a table and writes JSON.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from kernellab.evaluate.options import EvalOptions
+from kernellab.evaluate.session import EvalSession
+from kernellab.tasks.load import load_task
+
+# Published per-candidate evaluator times on the same H100 model (ANCHORS.md), for comparison.
+ANCHORS_S = {"AutoKernel bench.py, RMSNorm starter": 8.7, "AutoKernel bench.py, matmul": 12.8,
+             "AutoKernel bench.py, softmax": 31.0, "KernelBench eval_kernel_against_ref, small problem": 6.0,
+             "KernelBench eval_kernel_against_ref, level-1 softmax": 82.0}
+
+
+def cold(task: str, candidate: str, cache: Path) -> dict:
+    env = dict(os.environ, KERNELLAB_CACHE_DIR=str(cache))
+    started = time.perf_counter()
+    proc = subprocess.run([sys.executable, "-m", "kernellab.cli.main", "eval", "--task", task, "--candidate",
+                           candidate, "--json"], capture_output=True, text=True, env=env)
+    wall = time.perf_counter() - started
+    verdict = json.loads(proc.stdout) if proc.stdout.strip().startswith("{") else {}
+    return {"wall_s": round(wall, 2), "exit": proc.returncode, "status": verdict.get("status"),
+            "compile_s": verdict.get("compile_seconds"), "elapsed_s": verdict.get("elapsed_s"),
+            "stderr_tail": proc.stderr[-300:]}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--task", default="normalization/rmsnorm")
+    parser.add_argument("--candidate", default="examples/rmsnorm_triton.py")
+    parser.add_argument("--repeats", type=int, default=3, help="warm evaluations after the warm-up")
+    parser.add_argument("--out", default="benchmarks/results/eval_speed.json")
+    args = parser.parse_args()
+    cache = Path(tempfile.mkdtemp(prefix="kernellab-cache-"))
+    result = {"task": args.task, "candidate": args.candidate,
+              "cold_empty_caches": cold(args.task, args.candidate, cache),
+              "cold_warm_caches": cold(args.task, args.candidate, cache)}
+    os.environ["KERNELLAB_CACHE_DIR"] = str(cache)
+    warm = []
+    with EvalSession(load_task(args.task), EvalOptions()) as session:
+        first = session.evaluate(args.candidate)  # builds references; baselines come from the cache
+        copies = []
+        for i in range(args.repeats):  # a new file each time: a new candidate, nothing reused
+            path = cache / f"candidate_{i}.py"
+            shutil.copy(args.candidate, path)
+            copies.append(path)
+        for path in copies:
+            verdict = session.evaluate(path)
+            warm.append({"status": verdict.status.value, "elapsed_s": round(verdict.elapsed_s, 2),
+                         "compile_s": round(verdict.compile_seconds or 0, 2),
+                         "evaluation_s": round(verdict.elapsed_s - (verdict.compile_seconds or 0), 2),
+                         "timings": len(verdict.timings), "stages": [s.name.value for s in verdict.stages]})
+        result["device"] = session.device_label
+        result["session_first_s"] = round(first.elapsed_s, 2)
+    result["warm"] = warm
+    result["anchors_s"] = ANCHORS_S
+    print(f"{'measurement':58s} {'seconds':>8s}")
+    for name in ("cold_empty_caches", "cold_warm_caches"):
+        r = result[name]
+        print(f"{name + ' (process wall, ' + str(r['status']) + ')':58s} {r['wall_s']:8.2f}   "
+              f"compile {r['compile_s']}")
+    for i, w in enumerate(warm):
+        print(f"{'warm #' + str(i + 1) + ' evaluation, compile apart (' + w['status'] + ')':58s} "
+              f"{w['evaluation_s']:8.2f}   compile {w['compile_s']}")
+    for name, seconds in ANCHORS_S.items():
+        print(f"{name + ' (ANCHORS.md)':58s} {seconds:8.2f}")
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(result, indent=1))
+
+
+if __name__ == "__main__":
+    main()
