@@ -61,6 +61,10 @@ class Case:
                 if isinstance(live, torch.Tensor):
                     live.requires_grad_(False)
                     live.copy_(value)
+        if self.device == "cuda":
+            # The child reads these tensors through CUDA IPC on its own stream: the copies above must
+            # have landed before it is asked to run, or it reads the previous call's values.
+            torch.cuda.synchronize()
 
     def named_inputs(self) -> dict[str, Any]:
         return dict(zip(self.names, self.pristine))

@@ -26,7 +26,7 @@ import torch
 
 from kernellab.sandbox import clock  # binds the timers before any candidate code can patch them
 from kernellab.sandbox.channel import Channel, ChannelClosed, ProtocolError
-from kernellab.sandbox.evidence import OpLog, poison_fill, kernel_records, mark_launch_stream, track_interpreter_launches
+from kernellab.sandbox.evidence import OpLog, fingerprint, poison_fill, kernel_records, mark_launch_stream, track_interpreter_launches
 
 _perf_counter = time.perf_counter
 _synchronize = torch.cuda.synchronize
@@ -122,7 +122,7 @@ class Harness:
             return torch.autograd.grad(flat, wrt, backward["grad_outputs"][i], allow_unused=True)
 
         def after(i: int, outputs: Any) -> None:
-            fingerprints.append((i, [_fingerprint(t, weights) for t in _flatten(outputs)]))
+            fingerprints.append((i, [fingerprint(t, weights) for t in _flatten(outputs)]))
 
         if backward is not None:
             for j in backward["wrt"]:
@@ -258,18 +258,6 @@ def _structure(out: Any) -> Any:
     if isinstance(out, (tuple, list)):
         return [type(out).__name__, [_structure(x) for x in out]]
     return "leaf"
-
-
-def _fingerprint(t: Any, weights: torch.Tensor) -> float:
-    if not isinstance(t, torch.Tensor):
-        return float("nan")
-    flat = t.detach().reshape(-1)
-    n = min(flat.numel(), weights.numel())
-    if n == 0:
-        return 0.0
-    values = flat[:n].to(torch.float64)
-    values = torch.nan_to_num(values, nan=1e300, posinf=1e300, neginf=-1e300)
-    return float((values * weights[:n].to(values.device)).sum())
 
 
 class _null:

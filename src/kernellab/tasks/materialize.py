@@ -16,6 +16,8 @@ import torch
 from kernellab.tasks.model import Config, InputDomain, Task, TaskError
 from kernellab.tasks.module import build_module
 
+# Inputs of these dtypes follow the run's dtype; others (integers, float8 payloads) keep their own.
+CASTABLE = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
 TORCH_DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16,
                 "float64": torch.float64}
 
@@ -43,12 +45,15 @@ class Problem:
 
     def input_numel(self) -> int:
         """Total elements of the inputs, found on the meta device without allocating them."""
-        torch.manual_seed(0)
+        state = torch.random.get_rng_state()
         try:
+            torch.manual_seed(0)
             with torch.device("meta"):
                 raw = list(self.module.get_inputs())
         except Exception:  # noqa: BLE001 - get_inputs does something meta cannot: measure for real
             raw = list(self.module.get_inputs())
+        finally:
+            torch.random.set_rng_state(state)
         return sum(v.numel() for v in raw if isinstance(v, torch.Tensor))
 
     def inputs(self, seed: int, device: str | torch.device, dtype: str) -> list[Any]:
@@ -86,7 +91,7 @@ def cast_input(value: Any, name: str, dtype: str, task: Task, device: str | torc
     if not isinstance(value, torch.Tensor):
         return value
     value = value.to(device)
-    if value.is_floating_point() and name not in task.keep_dtype:
+    if value.dtype in CASTABLE and name not in task.keep_dtype:
         value = value.to(TORCH_DTYPES[dtype])
     return value.contiguous() if not value.is_contiguous() else value
 
@@ -152,7 +157,7 @@ def copy_matching_state(source: dict[str, torch.Tensor], model: torch.nn.Module)
 
 def perturb_for_domain(x: torch.Tensor, domain: InputDomain, kind: str, generator: torch.Generator) -> torch.Tensor:
     """An adversarial variant of ``x`` of the given ``kind`` that stays inside ``domain``."""
-    if domain is InputDomain.INDEX or not x.is_floating_point():
+    if domain is InputDomain.INDEX or x.dtype not in CASTABLE:
         return x
     shape, dev = x.shape, x.device
     base = torch.randn(shape, generator=generator, dtype=torch.float32).to(dev)

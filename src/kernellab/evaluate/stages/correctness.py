@@ -204,8 +204,14 @@ def holdout(ctx) -> StageResult | None:
     if ctx.session.device == "cuda" and ctx.session.options.time_holdout and configs and not failed:
         from kernellab.evaluate.stages.performance import time_configs
 
+        before = len(ctx.timing_failures)
         holdout.timings = time_configs(ctx, configs)
         holdout.speedup = _geomeans(holdout.timings)
+        wrong = ctx.timing_failures[before:]
+        if wrong:  # wrong outputs on the holdout timing inputs: the holdout is not correct
+            holdout.correct = False
+            holdout.failed_configs += [f"{c.config} {c.dtype}" for c in wrong]
+            result.passed = False
     return result
 
 

@@ -16,9 +16,11 @@ from dataclasses import asdict
 import torch
 
 from kernellab.evaluate.baselines import baseline_times
+from kernellab.evaluate.checking import run_case
 from kernellab.evaluate.reference import Case
 from kernellab.evaluate.roofline import roofline, task_bytes, task_flops
 from kernellab.evaluate.verdict import Stage, StageResult, Timing, ViolationKind
+from kernellab.sandbox.evidence import fingerprint
 from kernellab.sandbox.timing_stats import EventTimes, TimingPlan, summarize
 from kernellab.tasks.materialize import TORCH_DTYPES
 from kernellab.tasks.model import Config, Visibility
@@ -27,6 +29,8 @@ MAX_SETS = 16
 # The judge's wall clock around a timing request bounds the child's own loop clock; this much slack
 # covers message transfer and scheduling.
 WALL_SLACK_S = 0.05
+# Relative slack of a timed call's output projection against the checked one (atomics reorder sums).
+FINGERPRINT_RTOL = 1e-5
 # A reported median below this fraction of the per-call host time of the timed loop (flushes,
 # spacers and fingerprinting removed), less a launch allowance, means the events miss the work.
 # Measured on an H100: honest kernels sit within median + 40 µs of the host time.
@@ -42,7 +46,9 @@ def timing(ctx) -> StageResult:
     ctx.verdict.speedup = geomean_speedups(ctx.verdict.timings)
     failed = [v for v in ctx.verdict.violations if v.kind in (ViolationKind.PHASE_DETECTION,
                                                                ViolationKind.TIMER_TAMPER)]
-    return StageResult(Stage.TIMING, not failed, error=failed[0].detail if failed else None)
+    result = StageResult(Stage.TIMING, not failed and not ctx.timing_failures, configs=list(ctx.timing_failures),
+                         error=failed[0].detail if failed else None)
+    return result
 
 
 def plan_for(ctx) -> TimingPlan:
@@ -84,6 +90,9 @@ def _time_one(ctx, config: Config, dtype: str, backward: bool) -> Timing:
     bwd = None
     if backward:
         bwd = {"wrt": sets[0].grad_input_indices(), "grad_outputs": [c.grad_outputs for c in sets]}
+    label = f"{config.label} {dtype}{' fwd+bwd' if backward else ''}"
+    check_outputs = not backward and not session.task.mutates
+    expected = _expected_fingerprints(ctx, sets, weights, label) if check_outputs else []
     key = ctx.model_key(sets[0])
     started = time.perf_counter()
     value = ctx.child.request("time", ctx.timeout + plan.budget_s * 4, key=key,
@@ -92,10 +101,9 @@ def _time_one(ctx, config: Config, dtype: str, backward: bool) -> Timing:
     judge_wall = time.perf_counter() - started
     times = EventTimes.from_dict(value["times"])
     stats = summarize(times.samples_us, seed=session.options.seed)
-    label = f"{config.label} {dtype}{' fwd+bwd' if backward else ''}"
     _check_clock(ctx, times, stats.median, judge_wall, label)
-    if not backward and not session.task.mutates:
-        _check_fingerprints(ctx, sets, value["fingerprints"], weights, label)
+    if check_outputs:
+        _check_fingerprints(ctx, expected, value["fingerprints"], label)
     base = baseline_times(session, config, dtype, backward, sets, plan, method=times.method)
     ctx.verdict.notes.extend(n for n in base.notes if n not in ctx.verdict.notes)
     problem = sets[0].problem
@@ -149,28 +157,37 @@ def _check_clock(ctx, times: EventTimes, median_us: float, judge_wall: float, la
                     f"{per_call_wall_us:.1f} µs each on the host clock (work outside the events?)")
 
 
-def _check_fingerprints(ctx, sets: list[Case], fingerprints: list, weights: torch.Tensor, label: str) -> None:
-    """Every timed call's outputs, projected on the judge's random weights, must match the reference."""
-    expected = []
-    for case in sets:
-        fps = []
-        for ref, tol in zip(case.ref_outputs[:case.n_outputs], case.tolerances):
-            flat = ref.reshape(-1).to(torch.float64)
-            n = min(flat.numel(), weights.numel())
-            w = weights[:n].to(flat.device)
-            rms = float(flat.pow(2).mean().sqrt()) if flat.numel() else 0.0
-            fps.append((float((flat[:n] * w).sum()), tol * max(rms, 1e-30) * float(w.abs().sum()) * 1.01 + 1e-9))
-        expected.append(fps)
+def _check_fingerprints(ctx, expected: list[list[float]], fingerprints: list, label: str) -> None:
+    """Every timed call's outputs, projected on the judge's random weights, must match the projection
+    of the outputs the same candidate gave for the same inputs when they were checked.
+
+    A deterministic kernel matches to the last bit; ``FINGERPRINT_RTOL`` leaves room for atomics
+    that reorder additions. A kernel that is right when checked and wrong when timed does not match.
+    """
     for index, got in fingerprints:
         if not 0 <= index < len(expected) or len(got) != len(expected[index]):
             ctx.violate(ViolationKind.PHASE_DETECTION, f"{label}: timed calls returned a different output structure")
             return
-        for value, (want, slack) in zip(got, expected[index]):
-            if not (abs(value - want) <= slack):
+        for value, (want, scale) in zip(got, expected[index]):
+            if not abs(value - want) <= FINGERPRINT_RTOL * scale + 1e-12:
                 ctx.violate(ViolationKind.PHASE_DETECTION,
-                            f"{label}: the outputs of timed calls differ from the reference (checked calls "
-                            f"were right, timed ones were not)")
+                            f"{label}: the outputs of timed calls differ from the outputs the same inputs gave "
+                            f"when checked")
                 return
+
+
+def _expected_fingerprints(ctx, sets: list[Case], weights: torch.Tensor, label: str) -> list[list[tuple[float, float]]]:
+    """Check the candidate on the timing inputs themselves, and project what it returned."""
+    expected = []
+    for case in sets:
+        outcome = run_case(ctx, case, label=f"{label} [timing inputs]")
+        for v in outcome.violations:
+            ctx.violate(v.kind, v.detail)
+        if not outcome.passed:
+            ctx.timing_failures.append(outcome.check)
+        expected.append([(fingerprint(o, weights), fingerprint(o.abs(), weights.abs()) if isinstance(o, torch.Tensor)
+                          else 0.0) for o in outcome.outputs])
+    return expected
 
 
 def geomean_speedups(timings: list[Timing]) -> dict[str, float | None]:
