@@ -55,7 +55,7 @@ class _Pickler(pickle.Pickler):
 
                 return reduce_tensor(tensor)
             contiguous = tensor.contiguous()
-            raw = contiguous.view(torch.uint8).numpy().tobytes() if contiguous.numel() else b""
+            raw = contiguous.reshape(-1).view(torch.uint8).numpy().tobytes() if contiguous.numel() else b""
             return _rebuild_cpu, (str(contiguous.dtype), tuple(contiguous.shape), raw)
         return NotImplemented
 

@@ -65,7 +65,9 @@ class Harness:
         module = importlib.util.module_from_spec(module_spec)
         sys.modules[name] = module
         module_spec.loader.exec_module(module)
-        if not isinstance(getattr(module, "ModelNew", None), type):
+        # ModelNew by contract; a bare reference (class Model) may be evaluated as its own candidate.
+        self.model_cls = getattr(module, "ModelNew", None) or getattr(module, "Model", None)
+        if not isinstance(self.model_cls, type):
             raise AttributeError("the candidate defines no class ModelNew")
         self.module = module
         return {"seconds": _perf_counter() - started}
@@ -75,7 +77,7 @@ class Harness:
         from kernellab.tasks.materialize import TORCH_DTYPES, copy_matching_state, randomize_parameters
 
         torch.manual_seed(seed)  # constructed on the CPU, like the reference: identical seeding
-        model = self.module.ModelNew(*init_inputs)
+        model = self.model_cls(*init_inputs)
         randomize_parameters(model, seed)
         model = model.to(self.device)
         target = TORCH_DTYPES[dtype]
@@ -332,4 +334,10 @@ def main(fd: int, spec: dict[str, Any]) -> int:
                      "in_interpreter": in_interp, "traceback": traceback.format_exc()[-4000:]}
         reply["seconds"] = _perf_counter() - started
         reply["compile_s"] = harness.compile_clock.seconds - compiled_before
-        channel.send(reply)
+        try:
+            channel.send(reply)
+        except ChannelClosed:
+            return 0
+        except Exception as exc:  # noqa: BLE001 - e.g. an output that cannot be sent: say what
+            channel.send({"ok": False, "error": f"the candidate's result cannot be sent: {_describe(exc)}",
+                          "exc_type": type(exc).__name__})

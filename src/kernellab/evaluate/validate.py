@@ -1,0 +1,168 @@
+"""The task validator: rejects tasks that cannot tell a right kernel from a wrong one.
+
+A task whose output barely depends on its inputs or weights lets a kernel that skips work pass
+(robust-kbench flagged 69 of 100 KernelBench level-2 tasks this way), so every task is checked, per
+config that this machine can run, in float64:
+
+- runs: the reference executes and its outputs are finite;
+- deterministic: two runs on the same inputs give bitwise identical outputs;
+- not near-constant: over ``SEEDS`` input seeds, the per-element spread of the output is at least
+  ``MIN_SPREAD`` (1%) of its scale, where the scale is mean |output| but never less than
+  ``ZERO_SCALE`` × the inputs' RMS (an output that is ~0 for every input is constant);
+- sensitive: replacing any one input by its value under another seed, or re-drawing the weights,
+  changes the output by at least ``MIN_SENSITIVITY`` (1e-3) relative to its norm;
+- holdout configs differ from seen and edge configs.
+
+Spread and sensitivity are judged on the configs that define the task (seen and small). Edge and
+holdout configs include boundaries where insensitivity is the right answer (attention over one key
+ignores q and k), so there they must run, be finite and be deterministic.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+
+from kernellab.evaluate.reference import PARAM_SEED
+from kernellab.tasks.materialize import Problem, build_model, load_problem
+from kernellab.tasks.model import Task, TaskError, Visibility
+
+SEEDS = 5
+MIN_SPREAD = 0.01
+MIN_SENSITIVITY = 1e-3
+ZERO_SCALE = 1e-6
+
+
+@dataclass
+class TaskValidation:
+    task: str
+    passed: bool = True
+    checked_configs: list[str] = field(default_factory=list)
+    skipped_configs: list[str] = field(default_factory=list)
+    failures: list[str] = field(default_factory=list)  # "<config>: <reason>"
+
+    def fail(self, where: str, reason: str) -> None:
+        self.passed = False
+        self.failures.append(f"{where}: {reason}")
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"task": self.task, "passed": self.passed, "checked_configs": self.checked_configs,
+                "skipped_configs": self.skipped_configs, "failures": self.failures}
+
+
+def _flatten(out: Any) -> list[torch.Tensor]:
+    if isinstance(out, (tuple, list)):
+        return [x for item in out for x in _flatten(item)]
+    return [out] if isinstance(out, torch.Tensor) else []
+
+
+def _outputs(problem: Problem, model: torch.nn.Module, inputs: list[Any]) -> torch.Tensor:
+    """All outputs (and mutated inputs) of one float64 call, flattened into one vector."""
+    args = [x.clone() if isinstance(x, torch.Tensor) else x for x in inputs]
+    with torch.no_grad():
+        out = _flatten(model(*args))
+    mutated = [args[i] for i, n in enumerate(problem.input_names) if n in problem.task.mutates]
+    parts = [t.detach().reshape(-1).to(torch.float64) for t in out + mutated]
+    return torch.cat(parts) if parts else torch.zeros(0, dtype=torch.float64)
+
+
+def _inputs64(problem: Problem, seed: int, device: str) -> list[Any]:
+    return [x.to(torch.float64) if isinstance(x, torch.Tensor) and x.is_floating_point() else x
+            for x in problem.inputs(seed, device, "float64")]
+
+
+def _rms(values: list[Any]) -> float:
+    floats = [x.detach().to(torch.float64).reshape(-1) for x in values
+              if isinstance(x, torch.Tensor) and x.is_floating_point() and x.numel()]
+    if not floats:
+        return 1.0
+    joined = torch.cat(floats)
+    return float(joined.pow(2).mean().sqrt())
+
+
+def _relative_change(a: torch.Tensor, b: torch.Tensor) -> float:
+    if a.shape != b.shape:
+        return float("inf")
+    return float((a - b).norm() / max(float(a.norm()), 1e-300))
+
+
+def validate_config(problem: Problem, device: str, report: TaskValidation) -> None:
+    where = problem.config.label
+    defining = problem.config.visibility in (Visibility.SEEN, Visibility.SMALL)
+    init = problem.init_inputs()
+    model = build_model(problem.module.Model, init, PARAM_SEED).to(device).to(torch.float64)
+    runs = [_inputs64(problem, seed, device) for seed in range(SEEDS)]
+    outputs = [_outputs(problem, model, inputs) for inputs in runs]
+    if any(not bool(torch.isfinite(o).all()) for o in outputs):
+        report.fail(where, "the reference gives non-finite outputs")
+        return
+    if outputs[0].numel() == 0:
+        report.fail(where, "the reference returns no tensor")
+        return
+    if not torch.equal(outputs[0], _outputs(problem, model, runs[0])):
+        report.fail(where, "the reference is not deterministic (two runs on the same inputs differ)")
+    if not defining:
+        return
+    stacked = torch.stack(outputs)
+    spread = float(stacked.std(dim=0).mean())
+    scale = max(float(stacked.abs().mean()), ZERO_SCALE * _rms(runs[0]))
+    if spread < MIN_SPREAD * scale:
+        report.fail(where, f"near-constant output (spread over {SEEDS} seeds {spread:.3g} is under "
+                           f"{MIN_SPREAD:.0%} of its scale {scale:.3g})")
+    base = outputs[0]
+    for i, name in enumerate(problem.input_names[:len(runs[0])]):
+        if not isinstance(runs[0][i], torch.Tensor):
+            continue
+        swapped = list(runs[0])
+        swapped[i] = runs[1][i]
+        change = _relative_change(base, _outputs(problem, model, swapped))
+        if change < MIN_SENSITIVITY:
+            report.fail(where, f"output insensitive to input {name!r} (relative change {change:.2g})")
+    if any(p.is_floating_point() for p in model.parameters()):
+        other = build_model(problem.module.Model, init, PARAM_SEED).to(device).to(torch.float64)
+        generator = torch.Generator().manual_seed(PARAM_SEED + 1)
+        with torch.no_grad():
+            for p in other.parameters():
+                if p.is_floating_point():
+                    noise = torch.randn(p.shape, generator=generator, dtype=torch.float64).to(p.device)
+                    p.add_(noise * 0.1 * max(float(p.abs().mean()), 1e-3))
+        change = _relative_change(base, _outputs(problem, other, runs[0]))
+        if change < MIN_SENSITIVITY:
+            report.fail(where, f"output insensitive to the weights (relative change {change:.2g})")
+
+
+def validate_task(task: Task, device: str, max_elements: int | None) -> TaskValidation:
+    """Validate every config this device can run (``max_elements`` input elements at most)."""
+    report = TaskValidation(task.id)
+    seen = {c.values for c in task.configs_of(Visibility.SEEN, Visibility.EDGE)}
+    for c in task.configs_of(Visibility.HOLDOUT):
+        if c.values in seen:
+            report.fail(c.label, "holdout config equals a seen or edge config")
+    for config in task.configs:
+        try:
+            problem = load_problem(task, config)
+            if max_elements is not None and problem.input_numel() > max_elements:
+                report.skipped_configs.append(config.label)
+                continue
+            validate_config(problem, device, report)
+            report.checked_configs.append(config.label)
+        except TaskError as exc:
+            report.fail(config.label, str(exc))
+        except Exception as exc:  # noqa: BLE001 - the reference itself failed: that is the finding
+            report.fail(config.label, f"the reference failed: {type(exc).__name__}: {str(exc)[:200]}")
+    return report
+
+
+def shard(items: list[Any], spec: str | None) -> list[Any]:
+    """``i/n`` (1-based): every n-th item starting at the i-th, so shards stay balanced by category."""
+    if not spec:
+        return items
+    try:
+        index, count = (int(x) for x in spec.split("/"))
+    except ValueError:
+        raise TaskError(f"--shard must look like 2/4, not {spec!r}") from None
+    if not 1 <= index <= count:
+        raise TaskError(f"--shard {spec}: the index must be between 1 and {count}")
+    return items[index - 1::count]

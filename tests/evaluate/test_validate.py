@@ -1,0 +1,59 @@
+"""The task validator on real tasks: degenerate ones rejected for the right reason, sound ones kept."""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from kernellab.evaluate.validate import shard, validate_task
+from kernellab.tasks.load import load_task
+from kernellab.tasks.model import TaskError
+
+ADVERSARIAL = Path(__file__).parents[1] / "adversarial"
+MANIFEST = tomllib.loads((ADVERSARIAL / "manifest.toml").read_text())
+DEGENERATE = [c for c in MANIFEST["case"] if c.get("kind") == "degenerate_task"]
+WORDS = {"near_constant_output": "near-constant output", "input_independent": "insensitive to input"}
+
+
+@pytest.mark.parametrize("case", DEGENERATE, ids=[c["task"] for c in DEGENERATE])
+def test_degenerate_tasks_are_rejected_with_their_reason(case):
+    report = validate_task(load_task(ADVERSARIAL / "degenerate_tasks" / case["task"]), "cpu", 1 << 16)
+    assert not report.passed
+    text = " ".join(report.failures)
+    assert WORDS[case["reason"]] in text, text
+    if case.get("input"):
+        assert repr(case["input"]) in text
+
+
+@pytest.mark.parametrize("name", ["rmsnorm", "vector_add", "matmul", "sgd_momentum"])
+def test_sound_fixture_tasks_pass(name):
+    report = validate_task(load_task(ADVERSARIAL / "tasks" / name), "cpu", 1 << 16)
+    assert report.passed, report.failures
+    assert report.checked_configs
+
+
+def test_weights_that_do_not_matter_are_found(tmp_path):
+    folder = tmp_path / "ignored_weight"
+    folder.mkdir()
+    (folder / "reference.py").write_text(
+        "import torch\nimport torch.nn as nn\nN = 64\n\n"
+        "class Model(nn.Module):\n"
+        "    def __init__(self, n):\n"
+        "        super().__init__()\n"
+        "        self.w = nn.Parameter(torch.randn(n))\n"
+        "    def forward(self, x):\n"
+        "        return x * 2 + 0 * self.w\n\n"
+        "def get_inputs():\n    return [torch.randn(8, N)]\n\n"
+        "def get_init_inputs():\n    return [N]\n")
+    report = validate_task(load_task(folder), "cpu", 1 << 16)
+    assert any("insensitive to the weights" in f for f in report.failures), report.failures
+
+
+def test_shards_partition_the_list():
+    items = list(range(10))
+    parts = [shard(items, f"{i}/3") for i in (1, 2, 3)]
+    assert sorted(x for p in parts for x in p) == items
+    with pytest.raises(TaskError):
+        shard(items, "4/3")
