@@ -21,7 +21,7 @@ import torch
 from kernellab.evaluate.reference import PARAM_SEED, Case
 from kernellab.sandbox.clock import choose_and_time
 from kernellab.sandbox.timing_stats import TimingPlan, summarize
-from kernellab.tasks.materialize import build_model, cast_model, copy_matching_state
+from kernellab.tasks.materialize import build_model, cast_model, copy_matching_state, flatten_outputs
 from kernellab.tasks.model import Config
 from kernellab.tasks.module import build_module
 
@@ -78,7 +78,7 @@ def _caller(model: Callable, sets: list[Case], backward: bool) -> Callable[[int]
         for j in case.grad_input_indices():
             args[j] = args[j].detach().requires_grad_(True)
         outs = model(*args)
-        flat = [o for o in (outs if isinstance(outs, (tuple, list)) else [outs]) if o is not None]
+        flat = flatten_outputs(outs)
         wrt = [args[j] for j in case.grad_input_indices()] + params
         return torch.autograd.grad(flat, wrt, case.grad_outputs, allow_unused=True)
 
@@ -112,8 +112,8 @@ def _baseline_model(session, sets: list[Case]) -> torch.nn.Module:
     """The task's own baseline kernel, built like a candidate: same seeding, the reference's weights."""
     module = build_module(session.task.baseline_source, {}, name="baseline", where=session.task.root / "baseline.py")
     case = sets[0]
-    model = cast_model(build_model(module.ModelNew, case.init_inputs, PARAM_SEED), case.dtype, session.task,
-                       session.device)
+    model = cast_model(build_model(module.ModelNew, case.init_inputs, PARAM_SEED), case.dtype,
+                       session.task.keep_dtype, session.device)
     copy_matching_state(case.state, model)
     return model
 

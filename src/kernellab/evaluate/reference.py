@@ -16,7 +16,7 @@ from typing import Any, Callable
 import torch
 
 from kernellab.evaluate.tolerance import normalised_error, tolerance_for
-from kernellab.tasks.materialize import TORCH_DTYPES, Problem, build_model, cast_model
+from kernellab.tasks.materialize import TORCH_DTYPES, Problem, build_model, cast_model, flatten_outputs
 from kernellab.tasks.model import TaskError
 
 log = logging.getLogger(__name__)
@@ -70,12 +70,6 @@ class Case:
         return dict(zip(self.names, self.pristine))
 
 
-def _flatten(out: Any) -> list[Any]:
-    if isinstance(out, (tuple, list)):
-        return [x for item in out for x in _flatten(item)]
-    return [out]
-
-
 def _upcast(values: list[Any], device: str) -> list[Any]:
     return [v.detach().to(device=device, dtype=torch.float64).clone() if isinstance(v, torch.Tensor)
             and v.is_floating_point() else (v.clone() if isinstance(v, torch.Tensor) else v) for v in values]
@@ -84,7 +78,7 @@ def _upcast(values: list[Any], device: str) -> list[Any]:
 def _run(model: torch.nn.Module, inputs: list[Any], mutated: list[int]) -> list[torch.Tensor]:
     with torch.no_grad():
         out = model(*inputs)
-    outs = [o for o in _flatten(out) if o is not None]
+    outs = flatten_outputs(out)
     return outs + [inputs[i] for i in mutated]
 
 
@@ -95,7 +89,7 @@ def build_case(problem: Problem, dtype: str, seed: int, device: str, *, backward
     init_inputs = problem.init_inputs()
     torch_dtype = TORCH_DTYPES[dtype]
     base = build_model(problem.module.Model, init_inputs, PARAM_SEED)
-    eager = cast_model(base, dtype, task, device)
+    eager = cast_model(base, dtype, task.keep_dtype, device)
     state = {k: v.detach().clone() for k, v in list(eager.named_parameters()) + list(eager.named_buffers())}
     inputs = problem.inputs(seed, device, dtype)
     if transform is not None:
@@ -158,8 +152,8 @@ def _lower_precision_errors(problem: Problem, init_inputs, pristine, ref_outputs
         if label == "tf32" and (precision == "tf32" or device != "cuda"):
             continue
         try:
-            model = cast_model(build_model(problem.module.Model, init_inputs, PARAM_SEED), dtype, problem.task,
-                               device)
+            model = cast_model(build_model(problem.module.Model, init_inputs, PARAM_SEED), dtype,
+                               problem.task.keep_dtype, device)
             inputs = [v.to(TORCH_DTYPES[dtype]) if isinstance(v, torch.Tensor) and v.is_floating_point()
                       and n not in problem.task.keep_dtype else (v.clone() if isinstance(v, torch.Tensor) else v)
                       for v, n in zip(pristine, problem.input_names + [""] * len(pristine))]
@@ -186,7 +180,7 @@ def _add_gradients(case: Case, ref_model_64: torch.nn.Module | None) -> None:
         for j, i in enumerate(grad_idx):
             args[i] = leaves[j]
         params = [(n, p) for n, p in model.named_parameters() if p.requires_grad]
-        outs = [o for o in _flatten(model(*args)) if o is not None]
+        outs = flatten_outputs(model(*args))
         gos = [g.to(o.dtype) for g, o in zip(case.grad_outputs, outs)]
         got = torch.autograd.grad(outs, leaves + [p for _, p in params], gos, allow_unused=True)
         names = [f"input:{case.names[i]}" for i in grad_idx] + [f"param:{n}" for n, _ in params]

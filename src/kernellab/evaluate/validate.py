@@ -26,7 +26,7 @@ from typing import Any
 import torch
 
 from kernellab.evaluate.reference import PARAM_SEED
-from kernellab.tasks.materialize import Problem, build_model, load_problem
+from kernellab.tasks.materialize import Problem, build_model, flatten_outputs, load_problem
 from kernellab.tasks.model import Task, TaskError, Visibility
 
 SEEDS = 5
@@ -52,17 +52,11 @@ class TaskValidation:
                 "skipped_configs": self.skipped_configs, "failures": self.failures}
 
 
-def _flatten(out: Any) -> list[torch.Tensor]:
-    if isinstance(out, (tuple, list)):
-        return [x for item in out for x in _flatten(item)]
-    return [out] if isinstance(out, torch.Tensor) else []
-
-
 def _outputs(problem: Problem, model: torch.nn.Module, inputs: list[Any]) -> torch.Tensor:
     """All outputs (and mutated inputs) of one float64 call, flattened into one vector."""
     args = [x.clone() if isinstance(x, torch.Tensor) else x for x in inputs]
     with torch.no_grad():
-        out = _flatten(model(*args))
+        out = [t for t in flatten_outputs(model(*args)) if isinstance(t, torch.Tensor)]
     mutated = [args[i] for i, n in enumerate(problem.input_names) if n in problem.task.mutates]
     parts = [t.detach().reshape(-1).to(torch.float64) for t in out + mutated]
     return torch.cat(parts) if parts else torch.zeros(0, dtype=torch.float64)

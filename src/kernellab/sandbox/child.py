@@ -26,7 +26,9 @@ import torch
 
 from kernellab.sandbox import clock  # binds the timers before any candidate code can patch them
 from kernellab.sandbox.channel import Channel, ChannelClosed, ProtocolError
-from kernellab.sandbox.evidence import OpLog, fingerprint, poison_fill, kernel_records, mark_launch_stream, track_interpreter_launches
+from kernellab.sandbox.evidence import (OpLog, fingerprint, kernel_records, mark_launch_stream, poison_fill,
+                                        track_interpreter_launches)
+from kernellab.tasks.materialize import build_model, cast_model, copy_matching_state, flatten_outputs
 
 _perf_counter = time.perf_counter
 _synchronize = torch.cuda.synchronize
@@ -74,16 +76,8 @@ class Harness:
 
     def op_instantiate(self, key: str, init_inputs: list[Any], seed: int, state: dict[str, torch.Tensor],
                        dtype: str, keep_dtype: list[str]) -> dict[str, Any]:
-        from kernellab.tasks.materialize import TORCH_DTYPES, copy_matching_state, randomize_parameters
-
-        torch.manual_seed(seed)  # constructed on the CPU, like the reference: identical seeding
-        model = self.model_cls(*init_inputs)
-        randomize_parameters(model, seed)
-        model = model.to(self.device)
-        target = TORCH_DTYPES[dtype]
-        for name, tensor in list(model.named_parameters()) + list(model.named_buffers()):
-            if tensor.is_floating_point() and name.split(".")[-1] not in keep_dtype:
-                tensor.data = tensor.data.to(target)
+        # Constructed on the CPU under the same seed as the reference: identical seeding.
+        model = cast_model(build_model(self.model_cls, init_inputs, seed), dtype, keep_dtype, self.device)
         copied = copy_matching_state(state, model)
         self.models.clear()  # one live model at a time keeps GPU memory bounded
         self.models[key] = model
@@ -120,11 +114,11 @@ class Harness:
                     return model(*args)
             outs = model(*args)
             wrt = [args[j] for j in backward["wrt"]] + [p for p in model.parameters() if p.requires_grad]
-            flat = _flatten(outs)
+            flat = flatten_outputs(outs)
             return torch.autograd.grad(flat, wrt, backward["grad_outputs"][i], allow_unused=True)
 
         def after(i: int, outputs: Any) -> None:
-            fingerprints.append((i, [fingerprint(t, weights) for t in _flatten(outputs)]))
+            fingerprints.append((i, [fingerprint(t, weights) for t in flatten_outputs(outputs)]))
 
         if backward is not None:
             for j in backward["wrt"]:
@@ -153,7 +147,7 @@ class Harness:
                     out = model(*inputs)
             else:
                 out = model(*inputs)
-        flat = _flatten(out)
+        flat = flatten_outputs(out)
         grads = None
         if wrt_idx is not None:
             params = [p for p in model.parameters() if p.requires_grad]
@@ -248,12 +242,6 @@ def _autotune_without_benchmarks() -> None:
 
 def _grad_params(model: torch.nn.Module):
     return [(n, p) for n, p in model.named_parameters() if p.requires_grad]
-
-
-def _flatten(out: Any) -> list[Any]:
-    if isinstance(out, (tuple, list)):
-        return [x for item in out for x in _flatten(item)]
-    return [out]
 
 
 def _structure(out: Any) -> Any:

@@ -7,13 +7,14 @@ module), so both sides build their parameters the same way from the same seed.
 from __future__ import annotations
 
 import inspect
+import sys
 import types
 from dataclasses import dataclass
 from typing import Any
 
 import torch
 
-from kernellab.tasks.model import Config, InputDomain, Task, TaskError
+from kernellab.tasks.model import Config, InputDomain, Task, TaskError, Visibility
 from kernellab.tasks.module import build_module
 
 # Inputs of these dtypes follow the run's dtype; others (integers, float8 payloads) keep their own.
@@ -44,16 +45,17 @@ class Problem:
             torch.random.set_rng_state(state)
 
     def input_numel(self) -> int:
-        """Total elements of the inputs, found on the meta device without allocating them."""
+        """Total elements of the inputs, found without allocating them (meta device, then fake
+        tensors); a ``get_inputs`` neither can trace counts as unboundedly large, except at the
+        ``small`` config, which is run for real."""
         state = torch.random.get_rng_state()
         try:
             torch.manual_seed(0)
-            with torch.device("meta"):
-                raw = list(self.module.get_inputs())
-        except Exception:  # noqa: BLE001 - get_inputs does something meta cannot: measure for real
-            raw = list(self.module.get_inputs())
+            raw = _trace_inputs(self.module.get_inputs, small=self.config.visibility is Visibility.SMALL)
         finally:
             torch.random.set_rng_state(state)
+        if raw is None:
+            return sys.maxsize
         return sum(v.numel() for v in raw if isinstance(v, torch.Tensor))
 
     def inputs(self, seed: int, device: str | torch.device, dtype: str) -> list[Any]:
@@ -73,6 +75,22 @@ class Problem:
             name = names[i] if i < len(names) else f"arg{i}"
             out.append(cast_input(value, name, dtype, self.task, device))
         return out
+
+
+def _trace_inputs(get_inputs, small: bool) -> list[Any] | None:
+    try:
+        with torch.device("meta"):
+            return list(get_inputs())
+    except Exception:  # noqa: BLE001 - get_inputs does something the meta device cannot
+        pass
+    try:
+        from torch._subclasses.fake_tensor import FakeTensorMode
+
+        with FakeTensorMode():
+            return list(get_inputs())
+    except Exception:  # noqa: BLE001
+        pass
+    return list(get_inputs()) if small else None
 
 
 def load_problem(task: Task, config: Config) -> Problem:
@@ -132,14 +150,24 @@ def build_model(model_cls: type, init_inputs: list[Any], seed: int) -> torch.nn.
     return model
 
 
-def cast_model(model: torch.nn.Module, dtype: str, task: Task, device: str | torch.device) -> torch.nn.Module:
+def cast_model(model: torch.nn.Module, dtype: str, keep_dtype: tuple[str, ...] | list[str],
+               device: str | torch.device) -> torch.nn.Module:
+    """Move to ``device`` and cast floating parameters and buffers to ``dtype``, except those named
+    (by their last name component) in ``keep_dtype``."""
     model = model.to(device)
     target = TORCH_DTYPES[dtype]
     with torch.no_grad():
         for name, tensor in _named_state(model):
-            if tensor.is_floating_point() and name.split(".")[-1] not in task.keep_dtype:
+            if tensor.dtype in CASTABLE and name.split(".")[-1] not in keep_dtype:
                 tensor.data = tensor.data.to(target)
     return model
+
+
+def flatten_outputs(out: Any) -> list[Any]:
+    """A forward's result as a flat list (nested tuples and lists unrolled, ``None`` dropped)."""
+    if isinstance(out, (tuple, list)):
+        return [x for item in out for x in flatten_outputs(item)]
+    return [] if out is None else [out]
 
 
 def copy_matching_state(source: dict[str, torch.Tensor], model: torch.nn.Module) -> list[str]:
