@@ -119,7 +119,7 @@ def _baseline_model(session, sets: list[Case]) -> torch.nn.Module:
 
 
 def baseline_times(session, config: Config, dtype: str, backward: bool, sets: list[Case],
-                   plan: TimingPlan, method: str) -> BaselineTimes:
+                   plan: TimingPlan, method: str, with_compile: bool) -> BaselineTimes:
     """Baselines timed with ``method``, the one the candidate got, so both pay the same fixed costs."""
     key = _cache_key(session, config, dtype, backward, method)
     cache_file = _cache_file(session)
@@ -127,8 +127,7 @@ def baseline_times(session, config: Config, dtype: str, backward: bool, sets: li
     quick = replace(plan, max_samples=max(plan.min_samples, 60), budget_s=min(plan.budget_s, 0.3))
     eager_now = _median_us(eager_call, len(sets), quick, method)
     cached = _read_cache(cache_file).get(key)
-    wanted_compile = session.options.compile_baseline
-    usable = cached and cached.get("eager_us") and (cached.get("compile_us") is not None or not wanted_compile
+    usable = cached and cached.get("eager_us") and (cached.get("compile_us") is not None or not with_compile
                                                      or cached.get("compile_note"))
     if usable and abs(eager_now / cached["eager_us"] - 1) * 100 <= DRIFT_PCT:
         return BaselineTimes(cached["eager_us"], cached.get("compile_us"), cached.get("baseline_us"))
@@ -136,7 +135,7 @@ def baseline_times(session, config: Config, dtype: str, backward: bool, sets: li
     if cached:
         notes.append(f"eager drifted from {cached['eager_us']:.1f} to {eager_now:.1f} µs; baselines re-timed")
     eager_us = _median_us(eager_call, len(sets), plan, method)
-    compile_us = _time_compiled(sets, backward, plan, method, notes) if wanted_compile else None
+    compile_us = _time_compiled(sets, backward, plan, method, notes) if with_compile else None
     baseline_us = None
     if session.task.baseline_source:
         try:
@@ -147,7 +146,7 @@ def baseline_times(session, config: Config, dtype: str, backward: bool, sets: li
     for case in sets:
         case.restore_inputs()
     compile_note = next((n for n in notes if n.startswith("torch.compile")), None)
-    if wanted_compile or not cached:
+    if with_compile or not cached:
         _write_cache(cache_file, key, {"eager_us": eager_us, "compile_us": compile_us, "baseline_us": baseline_us,
                                        "compile_note": compile_note})
     return BaselineTimes(eager_us, compile_us, baseline_us, tuple(notes))

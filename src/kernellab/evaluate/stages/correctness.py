@@ -8,6 +8,8 @@ a wrong answer that equals an earlier trial's answer is named ``output_cache``.
 
 from __future__ import annotations
 
+import random
+
 import torch
 
 from kernellab.evaluate.checking import CallOutcome, bitwise_equal, run_case
@@ -71,7 +73,11 @@ def shape_sweep(ctx) -> StageResult:
     if not configs:  # the interpreter: sweep the small configs, so the cache checks still run
         configs = ctx.session.task.configs_of(Visibility.SMALL)
     seed = ctx.session.options.seed
+    rng = random.Random(seed)
     for config in configs:
+        # One profiled call per config, in a dtype drawn at random: the trace is evidence for the
+        # policy, and profiling every config × dtype would cost more than it adds.
+        profiled = rng.choice(ctx.session.resolved.dtypes) if ctx.session.device == "cuda" else None
         for dtype in ctx.session.resolved.dtypes:
             earlier: list[Case] = []
             first = None
@@ -79,8 +85,7 @@ def shape_sweep(ctx) -> StageResult:
                 case = ctx.session.case(config, dtype, seed + 1000 * trial)
                 if trial == 1 and first is not None:
                     case = _same_pointers(case, first)  # new values at the same addresses
-                outcome = run_case(ctx, case, profile=trial == 0 and ctx.session.device == "cuda",
-                                   same_buffers=trial == 1)
+                outcome = run_case(ctx, case, profile=trial == 0 and dtype == profiled, same_buffers=trial == 1)
                 if not outcome.passed and earlier and _matches_earlier(outcome, earlier):
                     ctx.violate(ViolationKind.OUTPUT_CACHE,
                                 f"{config.label} {dtype}: trial {trial} returned the output of an earlier "
@@ -205,7 +210,7 @@ def holdout(ctx) -> StageResult | None:
         from kernellab.evaluate.stages.performance import time_configs
 
         before = len(ctx.timing_failures)
-        holdout.timings = time_configs(ctx, configs)
+        holdout.timings = time_configs(ctx, configs, with_compile=False)
         holdout.speedup = _geomeans(holdout.timings)
         wrong = ctx.timing_failures[before:]
         if wrong:  # wrong outputs on the holdout timing inputs: the holdout is not correct

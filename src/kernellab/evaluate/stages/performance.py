@@ -68,17 +68,20 @@ def input_sets(ctx, config: Config, dtype: str, backward: bool) -> list[Case]:
                       for k in range(1, count)]
 
 
-def time_configs(ctx, configs: list[Config]) -> list[Timing]:
+def time_configs(ctx, configs: list[Config], with_compile: bool = True) -> list[Timing]:
+    """Timing rows for configs × dtypes × phases. Holdouts pass ``with_compile=False``: a
+    torch.compile baseline is an Inductor compile per config, and their speedup is reported vs eager
+    and vs the baseline kernel."""
     rows = []
     phases = [False, True] if ctx.session.task.backward else [False]
     for config in configs:
         for dtype in ctx.session.resolved.dtypes:
             for backward in phases:
-                rows.append(_time_one(ctx, config, dtype, backward))
+                rows.append(_time_one(ctx, config, dtype, backward, with_compile))
     return rows
 
 
-def _time_one(ctx, config: Config, dtype: str, backward: bool) -> Timing:
+def _time_one(ctx, config: Config, dtype: str, backward: bool, with_compile: bool) -> Timing:
     session = ctx.session
     sets = input_sets(ctx, config, dtype, backward)
     for case in sets:
@@ -104,7 +107,8 @@ def _time_one(ctx, config: Config, dtype: str, backward: bool) -> Timing:
     _check_clock(ctx, times, stats.median, judge_wall, label)
     if check_outputs:
         _check_fingerprints(ctx, expected, value["fingerprints"], label)
-    base = baseline_times(session, config, dtype, backward, sets, plan, method=times.method)
+    base = baseline_times(session, config, dtype, backward, sets, plan, method=times.method,
+                          with_compile=with_compile and session.options.compile_baseline)
     ctx.verdict.notes.extend(n for n in base.notes if n not in ctx.verdict.notes)
     problem = sets[0].problem
     constants = {**_constants(problem), **config.as_dict()}
