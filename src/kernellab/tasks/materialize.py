@@ -45,7 +45,7 @@ class Problem:
             torch.random.set_rng_state(state)
 
     def input_numel(self) -> int:
-        """Total elements of the inputs, found without allocating them (meta device, then fake
+        """Total elements of the inputs and weights, found without allocating them (meta device, then fake
         tensors); a ``get_inputs`` neither can trace counts as unboundedly large, except at the
         ``small`` config, which is run for real."""
         state = torch.random.get_rng_state()
@@ -56,7 +56,16 @@ class Problem:
             torch.random.set_rng_state(state)
         if raw is None:
             return sys.maxsize
-        return sum(v.numel() for v in raw if isinstance(v, torch.Tensor))
+        return sum(v.numel() for v in raw if isinstance(v, torch.Tensor)) + self._state_numel()
+
+    def _state_numel(self) -> int:
+        """Elements of the model's parameters and buffers (an embedding table dwarfs its index input)."""
+        try:
+            with torch.device("meta"):
+                model = self.module.Model(*self.init_inputs())
+        except Exception:  # noqa: BLE001 - a constructor meta cannot run: count nothing rather than fail
+            return 0
+        return sum(t.numel() for t in list(model.parameters()) + list(model.buffers()))
 
     def inputs(self, seed: int, device: str | torch.device, dtype: str) -> list[Any]:
         """Fresh inputs from the reference's ``get_inputs`` under ``seed``, floating ones cast to ``dtype``."""
