@@ -153,3 +153,29 @@ def test_unpickler_refuses_code():
         loads(pickle.dumps(Evil()))
     tensor = torch.randn(3, 4).to(torch.bfloat16)
     assert torch.equal(loads(dumps({"t": tensor}))["t"], tensor)
+
+
+def test_a_grandchild_that_leaves_the_process_group_is_killed_too(server, tmp_path):
+    marker = tmp_path / "escaped_pid"
+    source = f"""
+        import os, time
+        if os.fork() == 0:
+            os.setsid()  # out of the candidate's process group: killpg cannot reach it
+            if os.fork() == 0:
+                open({str(marker)!r}, "w").write(str(os.getpid()))
+                time.sleep(600)
+            os._exit(0)
+        while True:
+            pass
+    """
+    child = spawn(server, tmp_path, "escaper")
+    with pytest.raises(ChildFailure):
+        child.request("import", 3, path=write(tmp_path, "escaper", source))
+    escaped = int(marker.read_text())
+    for _ in range(60):
+        try:
+            os.kill(escaped, 0)
+        except ProcessLookupError:
+            return
+        time.sleep(0.1)
+    pytest.fail("a descendant that left the process group outlived its candidate")

@@ -90,6 +90,42 @@ class ForkServer:
 # ---------------------------------------------------------------------------------------- server side
 
 
+def _become_subreaper() -> bool:
+    """Orphans of a candidate (a grandchild that left the process group with setsid, then lost its
+    parent) are re-parented to this process instead of init, so they can be found and killed."""
+    import ctypes
+
+    try:
+        return ctypes.CDLL(None, use_errno=True).prctl(36, 1, 0, 0, 0) == 0  # PR_SET_CHILD_SUBREAPER
+    except (OSError, AttributeError):
+        return False
+
+
+def _children_of(pid: int) -> list[int]:
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", "rb") as stat:
+                fields = stat.read().rsplit(b")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) == pid:
+            found.append(int(entry))
+    return found
+
+
+def _kill_orphans(spawned: set[int]) -> None:
+    """Any child of the server that it did not fork itself is an escaped descendant of a candidate."""
+    for pid in _children_of(os.getpid()):
+        if pid not in spawned:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+
+
 def _serve(fd: int) -> None:
     for name in _PRELOAD:
         __import__(name)
@@ -97,10 +133,14 @@ def _serve(fd: int) -> None:
 
     sock = socket.socket(fileno=fd)
     statuses: dict[int, dict[str, int]] = {}
+    spawned: set[int] = set()
+    subreaper = _become_subreaper()
     sock.sendall(b'{"ready": true}\n')
     buffer = b""
     while True:
         _reap(statuses)
+        if subreaper:
+            _kill_orphans(spawned)
         readable = select.select([sock], [], [], 0.5)[0]
         if not readable:
             continue
@@ -113,6 +153,7 @@ def _serve(fd: int) -> None:
             request = json.loads(line)
             if request["op"] == "spawn":
                 pid = _fork_child(sock, fds.pop(0), request["spec"])
+                spawned.add(pid)
                 sock.sendall((json.dumps({"pid": pid}) + "\n").encode())
             elif request["op"] == "status":
                 _reap(statuses)
