@@ -80,3 +80,11 @@ def test_unusable_input_is_one_line_and_exit_2(tmp_path):
     proc = run("eval", "--task", str(bad), "--candidate", "examples/rmsnorm_triton.py", "--json")
     assert proc.returncode == 2 and proc.stdout == ""
     assert "unknown key 'colour'" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_doctor_says_what_this_machine_can_do():
+    proc = run("doctor")
+    assert proc.returncode == 0, proc.stderr
+    for word in ("torch", "triton", "sandbox", "cuda gpu"):
+        assert word in proc.stdout
+    assert ("gpu mode" in proc.stdout) or ("interpret mode" in proc.stdout)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import os
 import sys
 from pathlib import Path
 from typing import Optional
@@ -37,9 +39,8 @@ def eval_command(
         options = EvalOptions(policy=policy, configs=configs, dtypes=tuple(dtype) if dtype else None, seed=seed,
                               device=device, debug=debug)
         console = Console(stderr=True)
-        with EvalSession(loaded, options) as session:
-            if not as_json:
-                console.print(f"[bold]{loaded.id}[/] on {session.device_label} ({session.mode.value})")
+        with stdout_to_stderr(), EvalSession(loaded, options) as session:
+            console.print(f"[bold]{loaded.id}[/] on {session.device_label} ({session.mode.value})")
             verdict = session.evaluate(candidate)
     except UsageError as exc:
         report_usage_error(exc, debug)
@@ -49,6 +50,21 @@ def eval_command(
     else:
         print_verdict(verdict, Console())
     raise typer.Exit(verdict.exit_code)
+
+
+@contextlib.contextmanager
+def stdout_to_stderr():
+    """Whatever the evaluation prints (compilers, a baseline kernel, torch warnings) goes to stderr at
+    the file-descriptor level, so stdout carries the verdict alone."""
+    sys.stdout.flush()
+    saved = os.dup(1)
+    os.dup2(2, 1)
+    try:
+        yield
+    finally:
+        sys.stdout.flush()
+        os.dup2(saved, 1)
+        os.close(saved)
 
 
 def print_verdict(verdict: Verdict, console: Console) -> None:
