@@ -23,7 +23,7 @@ import kernellab
 from kernellab.evaluate.options import EvalOptions, Resolved, resolve
 from kernellab.evaluate.reference import Case, build_case, case_nbytes
 from kernellab.evaluate.verdict import Mode, Verdict
-from kernellab.sandbox.forkserver import ForkServer
+from kernellab.sandbox.forkserver import ForkServer, shared_server
 from kernellab.tasks.materialize import Problem, load_problem
 from kernellab.tasks.model import Config, Task, Visibility
 
@@ -61,10 +61,10 @@ class EvalSession:
         self._own_work_dir = self.options.work_dir is None
         self.work_dir = Path(self.options.work_dir or tempfile.mkdtemp(prefix="kernellab-eval-"))
         self.work_dir.mkdir(parents=True, exist_ok=True)
-        self._server: ForkServer | None = None
         self._problems: dict[Config, Problem] = {}
         self._cases: dict[tuple, Case] = {}
         self._case_bytes: dict[tuple, int] = {}
+        self._fits: dict[Config, bool] = {}
         self.case_cache_bytes = _case_budget(self.device)
         self.baselines: dict[tuple, Any] = {}
         self.ceilings = None
@@ -81,9 +81,6 @@ class EvalSession:
         self.close()
 
     def close(self) -> None:
-        if self._server is not None:
-            self._server.close()
-            self._server = None
         if self._own_work_dir:
             shutil.rmtree(self.work_dir, ignore_errors=True)
 
@@ -100,12 +97,13 @@ class EvalSession:
         return env
 
     def server(self) -> ForkServer:
-        if self._server is None or not self._server.alive():
-            env = self.child_env(self.work_dir)
-            env["PYTHONPATH"] = os.pathsep.join(p for p in [str(Path(kernellab.__file__).parents[1]),
-                                                            os.environ.get("PYTHONPATH", "")] if p)
-            self._server = ForkServer(env, self.work_dir / "forkserver.log")
-        return self._server
+        """The process-wide fork server for this mode (children get their own environment)."""
+        env = {k: os.environ[k] for k in _ENV_KEEP if k in os.environ}
+        env["PYTHONPATH"] = os.pathsep.join(p for p in [str(Path(kernellab.__file__).parents[1]),
+                                                        os.environ.get("PYTHONPATH", "")] if p)
+        if self.resolved.interpret:
+            env["TRITON_INTERPRET"] = "1"
+        return shared_server(env)
 
     def new_child_dir(self) -> Path:
         self._count += 1
@@ -152,7 +150,9 @@ class EvalSession:
         """Under the interpreter, configs beyond ``cpu_max_elements`` input elements are skipped."""
         if self.device == "cuda" or config.visibility is Visibility.SMALL:
             return True
-        return self.problem(config).input_numel() <= self.options.cpu_max_elements
+        if config not in self._fits:
+            self._fits[config] = self.problem(config).input_numel() <= self.options.cpu_max_elements
+        return self._fits[config]
 
     # ------------------------------------------------------------------------------------ evaluation
 

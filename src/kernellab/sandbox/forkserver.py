@@ -87,6 +87,24 @@ class ForkServer:
         self._log.close()
 
 
+_SHARED: dict[tuple, ForkServer] = {}
+
+
+def shared_server(env: dict[str, str]) -> ForkServer:
+    """One fork server per environment for the whole process: sessions come and go (a campaign opens
+    one per task), a fork server costs seconds to start, and children never inherit its state."""
+    key = tuple(sorted(env.items()))
+    server = _SHARED.get(key)
+    if server is None or not server.alive():
+        import atexit
+        import tempfile
+
+        log_dir = Path(tempfile.mkdtemp(prefix="kernellab-forkserver-"))
+        server = _SHARED[key] = ForkServer(env, log_dir / "forkserver.log")
+        atexit.register(server.close)
+    return server
+
+
 # ---------------------------------------------------------------------------------------- server side
 
 
