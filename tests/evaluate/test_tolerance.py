@@ -53,3 +53,9 @@ def test_values_at_indices_accepts_ties_and_rejects_wrong_picks():
     assert compare_output(torch.tensor([2]), ref, spec, 1e-6, inputs={"x": x}).passed  # the other max
     assert not compare_output(torch.tensor([0]), ref, spec, 1e-6, inputs={"x": x}).passed
     assert not compare_output(torch.tensor([9]), ref, spec, 1e-6, inputs={"x": x}).passed  # out of range
+
+
+def test_adversarial_inputs_scale_the_floor_too():
+    assert tolerance_for(torch.float32, 0.0, 8, adversarial=True) == 8 * FLOORS[torch.float32]
+    assert tolerance_for(torch.float32, 1e-3, 8, adversarial=True) == 8e-3
+    assert tolerance_for(torch.float32, float("inf"), 8) == float("inf")  # eager cannot do it either

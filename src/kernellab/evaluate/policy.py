@@ -179,8 +179,8 @@ _ALLOWED_OPS = frozenset("""
     split_with_sizes unbind chunk narrow flatten unflatten movedim resize_ set_ size stride numel dim
     is_contiguous is_same_size storage_offset cat stack constant_pad_nd pad repeat view_as_real
     view_as_complex resolve_conj resolve_neg diagonal unfold record_stream is_pinned
-    _has_compatible_shallow_copy_type _local_scalar_dense item is_nonzero
-""".split())  # the last three read a value to the host (sizes, offsets), as .item() and .tolist() do
+    _has_compatible_shallow_copy_type promote_types result_type can_cast _local_scalar_dense item is_nonzero
+""".split())  # promote_types, result_type, can_cast: dtype queries, no data touched  # the last three read a value to the host (sizes, offsets), as .item() and .tolist() do
 _ALLOWED_OP_PREFIXES = ("empty", "new_", "zeros", "ones", "full", "sym_")
 
 

@@ -15,9 +15,9 @@ from typing import Any, Callable
 
 import torch
 
-from kernellab.evaluate.tolerance import normalised_error, tolerance_for
+from kernellab.evaluate.tolerance import compare_output, normalised_error, tolerance_for
 from kernellab.tasks.materialize import TORCH_DTYPES, Problem, build_model, cast_model, flatten_outputs
-from kernellab.tasks.model import TaskError
+from kernellab.tasks.model import OutputSpec, TaskError
 
 log = logging.getLogger(__name__)
 
@@ -85,6 +85,8 @@ def _run(model: torch.nn.Module, inputs: list[Any], mutated: list[int]) -> list[
 def build_case(problem: Problem, dtype: str, seed: int, device: str, *, backward: bool = False,
                precision_probe: bool = True, transform: Callable[[Problem, list[Any]], list[Any]] | None = None
                ) -> Case:
+    """The reference case; ``transform`` makes it a stability case (adversarial inputs, whose
+    tolerances follow ``tolerance_for(adversarial=True)``)."""
     task = problem.task
     init_inputs = problem.init_inputs()
     torch_dtype = TORCH_DTYPES[dtype]
@@ -115,9 +117,16 @@ def build_case(problem: Problem, dtype: str, seed: int, device: str, *, backward
     if len(eager_outputs) != len(ref_outputs):
         raise TaskError(f"{task.id}: the reference returns a different number of outputs in {dtype}")
     tolerances = []
-    for o_eager, o_ref in zip(eager_outputs, ref_outputs):
-        err = normalised_error(o_eager, o_ref)[1] if o_ref.is_floating_point() else 0.0
-        tolerances.append(tolerance_for(torch_dtype, err if err == err else 0.0, task.tolerance_factor))
+    named = dict(zip(problem.input_names, _upcast(pristine, device)))
+    for i, (o_eager, o_ref) in enumerate(zip(eager_outputs, ref_outputs)):
+        # Eager's own error, measured through the output's comparator (for index outputs: the
+        # values its indices select), scales the tolerance.
+        spec = task.output_spec(i) if i < len(ref_outputs) - len(mutated) else OutputSpec()
+        err = compare_output(o_eager, o_ref, spec, float("inf"), inputs=named).max_rel_err or 0.0
+        # An infinite eager error (eager overflows where float64 does not) gives an infinite
+        # tolerance, which the stability stage reads as "eager cannot do it either" and skips.
+        tolerances.append(tolerance_for(torch_dtype, err if err == err else 0.0, task.tolerance_factor,
+                                        adversarial=transform is not None))
     case = Case(problem, dtype, seed, device, init_inputs, inputs, pristine, ref_outputs,
                 len(ref_outputs) - len(mutated), tolerances, state, eager, float64_fallback=fallback)
     case.expected_outputs = [torch.empty(o.shape, dtype=o.dtype, device="meta")
