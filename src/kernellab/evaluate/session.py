@@ -119,8 +119,9 @@ class EvalSession:
         return self._problems[config]
 
     def case(self, config: Config, dtype: str, seed: int, *, backward: bool = False,
-             variant: str | None = None) -> Case:
+             variant: str | None = None, probe: bool = True) -> Case:
         """A reference case, built once per (config, dtype, seed, backward, variant) and kept.
+        ``probe=False`` skips the lower-precision probes (cases that only feed timing).
 
         Cases are kept least-recently-used within ``case_cache_bytes``, so a session that moves
         through large configs does not hold every one of them on the device.
@@ -130,7 +131,8 @@ class EvalSession:
             self._cases[key] = self._cases.pop(key)  # most recently used last
             return self._cases[key]
         transform = _variant_transform(variant, seed) if variant else None
-        case = build_case(self.problem(config), dtype, seed, self.device, backward=backward, transform=transform)
+        case = build_case(self.problem(config), dtype, seed, self.device, backward=backward, transform=transform,
+                          precision_probe=probe)
         self._cases[key] = case
         self._case_bytes[key] = case_nbytes(case)
         while sum(self._case_bytes.values()) > self.case_cache_bytes and len(self._cases) > 1:

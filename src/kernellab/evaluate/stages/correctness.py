@@ -210,7 +210,7 @@ def holdout(ctx) -> StageResult | None:
         from kernellab.evaluate.stages.performance import time_configs
 
         before = len(ctx.timing_failures)
-        holdout.timings = time_configs(ctx, configs, with_compile=False)
+        holdout.timings = time_configs(ctx, configs, holdout=True)
         holdout.speedup = _geomeans(holdout.timings)
         wrong = ctx.timing_failures[before:]
         if wrong:  # wrong outputs on the holdout timing inputs: the holdout is not correct
