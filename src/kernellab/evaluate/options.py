@@ -86,6 +86,10 @@ def resolve(task: Task, options: EvalOptions, cuda_available: bool) -> Resolved:
                      "run on a GPU for bfloat16")
     policy = options.policy or task.policy
     cache = options.cache_dir or default_cache_dir()
+    if options.configs == "holdout":
+        # Re-scoring on held-out shapes: the candidate still has to load and pass its small config.
+        options = replace(options, stages=options.stages & {Stage.STATIC, Stage.LOAD, Stage.SMOKE, Stage.HOLDOUT})
+        notes.append("--configs holdout: seen, edge and backward checks and seen timings not run")
     return Resolved(options=options, policy=policy, dtypes=tuple(dtypes), device=device,
                     interpret=device == "cpu", cache_dir=cache, notes=tuple(notes))
 
