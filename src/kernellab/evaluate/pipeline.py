@@ -20,13 +20,6 @@ from kernellab.tasks.model import Policy, TaskError
 
 log = logging.getLogger(__name__)
 
-class StageAbort(Exception):
-    """Raised inside a stage to end the pipeline with a status other than a plain failure."""
-
-    def __init__(self, status: Status, message: str):
-        super().__init__(message)
-        self.status = status
-
 
 @dataclass
 class EvalContext:
@@ -121,11 +114,8 @@ def _run_stages(ctx: EvalContext) -> None:
             result = StageResult(stage, False, error=str(exc))
             if exc.reason == "timeout":
                 verdict.status = Status.TIMEOUT
-            elif "exited early with status 0" in str(exc):
+            elif exc.exitcode == 0:
                 ctx.violate(ViolationKind.PROCESS_ESCAPE, f"{stage.value}: the candidate ended its own process")
-        except StageAbort as exc:
-            result = StageResult(stage, False, error=str(exc))
-            verdict.status = exc.status
         except TaskError as exc:
             result = StageResult(stage, False, error=str(exc))
             verdict.status = Status.HARNESS_ERROR

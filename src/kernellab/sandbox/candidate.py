@@ -26,9 +26,10 @@ _SIGNAL_WORDS = {signal.SIGSEGV: "segmentation fault", signal.SIGABRT: "abort", 
 class ChildFailure(RuntimeError):
     """The child died, hung or spoke out of protocol. ``reason`` is one of: died, timeout, protocol."""
 
-    def __init__(self, reason: str, message: str):
+    def __init__(self, reason: str, message: str, exitcode: int | None = None):
         super().__init__(message)
         self.reason = reason
+        self.exitcode = exitcode  # set when the child exited by itself (0: it ended its own process)
 
 
 class CandidateError(RuntimeError):
@@ -103,11 +104,11 @@ class CandidateProcess:
             raise ChildFailure("protocol", self.dead) from None
 
     def _failure(self, reason: str) -> ChildFailure:
-        self.dead = self._diagnose()
+        self.dead, exitcode = self._diagnose()
         self.kill()
-        return ChildFailure(reason, self.dead)
+        return ChildFailure(reason, self.dead, exitcode)
 
-    def _diagnose(self) -> str:
+    def _diagnose(self) -> tuple[str, int | None]:
         status = None
         for _ in range(40):  # the server reaps on its own clock
             status = self.server.status(self.pid) if self.server.alive() else None
@@ -122,7 +123,8 @@ class CandidateProcess:
             what = f"the candidate process was killed by {sig.name} ({_SIGNAL_WORDS.get(sig, 'signal')})"
         else:
             what = f"the candidate process exited early with status {status['exitcode']}"
-        return f"{what}{': ' + tail if tail else ''}"
+        exitcode = status.get("exitcode") if status else None
+        return f"{what}{': ' + tail if tail else ''}", exitcode
 
     def log_tail(self, lines: int = 3) -> str:
         try:
