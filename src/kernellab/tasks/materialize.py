@@ -109,7 +109,7 @@ def load_problem(task: Task, config: Config) -> Problem:
     except TaskError:
         raise
     except Exception as exc:  # the reference itself failed to execute: the task is unusable
-        raise TaskError(f"{task.id} [{config.label}]: reference.py failed to execute: "
+        raise TaskError(f"{task.id} [{config.label}]: {where.name} failed to execute: "
                         f"{type(exc).__name__}: {exc}") from None
     return Problem(task, config, module)
 
