@@ -30,6 +30,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--category", action="append")
     parser.add_argument("--shard")
+    parser.add_argument("--cpu-max-elements", type=int, default=4096,
+                        help="under the interpreter, configs above this size are skipped (small ones always run)")
     parser.add_argument("--out", default="benchmarks/results/suite_selfcheck.json")
     args = parser.parse_args()
     tasks = shard([t for t in suite_tasks() if not args.category or t.category in args.category], args.shard)
@@ -39,13 +41,16 @@ def main() -> None:
         if task.baseline_source:
             jobs.append((f"baseline ({task.baseline_backend})", task.root / "baseline.py", None))
         for what, path, policy in jobs:
-            options = EvalOptions(policy=policy, stages=CORRECTNESS, time_holdout=False, request_timeout_s=300)
+            options = EvalOptions(policy=policy, stages=CORRECTNESS, time_holdout=False, request_timeout_s=300,
+                                  cpu_max_elements=args.cpu_max_elements)
             started = time.perf_counter()
             with EvalSession(task, options) as session:
                 verdict = session.evaluate(path)
-            ok = verdict.status.value in ACCEPTABLE and (verdict.correct or verdict.status.value != "passed")
+            ok = verdict.status.value in ACCEPTABLE and (verdict.correct or verdict.status.value != "passed") \
+                and (verdict.compiled or verdict.status.value == "unsupported_in_interpreter")
             bad += not ok
             rows.append({"task": task.id, "what": what, "status": verdict.status.value, "correct": verdict.correct,
+                         "compiled": verdict.compiled,
                          "holdout": verdict.holdout.correct, "error": verdict.error, "ok": ok,
                          "seconds": round(time.perf_counter() - started, 1)})
             print(f"{'ok ' if ok else 'BAD'} {task.id:45s} {what:18s} {verdict.status.value:26s} "

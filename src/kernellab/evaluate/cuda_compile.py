@@ -16,6 +16,19 @@ from pathlib import Path
 _PRELUDE = "#include <torch/extension.h>\n#include <cuda.h>\n#include <cuda_runtime.h>\n"
 
 
+# A CPU build of torch ships the c10/cuda headers but not this one, which CUDA builds generate at
+# build time from cuda_cmake_macros.h.in; the stand-in says what that template says for a shared build.
+_GENERATED = {"c10/cuda/impl/cuda_cmake_macros.h": "#pragma once\n#define C10_CUDA_BUILD_SHARED_LIBS\n"}
+
+
+def _generated_header_stand_ins(paths: list[str], root: Path) -> list[str]:
+    missing = {name: text for name, text in _GENERATED.items() if not any((Path(p) / name).is_file() for p in paths)}
+    for name, text in missing.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(text)
+    return [f"-I{root}"] if missing else []
+
+
 @dataclass
 class CompileOutcome:
     ran: bool
@@ -31,9 +44,10 @@ def compile_check(sources: list[str], work_dir: Path, timeout_s: float = 300.0) 
         return CompileOutcome(True, False, "no C++/CUDA source found in the candidate")
     from torch.utils.cpp_extension import include_paths
 
-    includes = [f"-I{p}" for p in include_paths()] + [f"-I{sysconfig.get_paths()['include']}"]
     out_dir = work_dir / "nvcc-check"
     out_dir.mkdir(parents=True, exist_ok=True)
+    includes = [f"-I{p}" for p in include_paths()] + [f"-I{sysconfig.get_paths()['include']}"]
+    includes += _generated_header_stand_ins(include_paths(), out_dir / "include")
     for i, source in enumerate(sources):
         path = out_dir / f"source_{i}.cu"
         path.write_text(_PRELUDE + source)

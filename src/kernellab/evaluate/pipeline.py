@@ -129,13 +129,13 @@ def _run_stages(ctx: EvalContext) -> None:
             continue
         result.seconds = time.perf_counter() - started
         verdict.stages.append(result)
-        if verdict.status is Status.NEEDS_GPU:
-            return
         if stage is Stage.HOLDOUT:
             continue
         if not result.passed:  # gated: the first failing stage ends the evaluation
             verdict.failed_stage = stage
             verdict.error = result.error or _first_failure(result) or _first_violation(verdict)
+            return
+        if verdict.status is Status.NEEDS_GPU:  # compile-checked; nothing more can run here
             return
 
 
