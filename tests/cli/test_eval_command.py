@@ -5,33 +5,11 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-import textwrap
 from pathlib import Path
 
 ROOT = Path(__file__).parents[2]
 
-KERNELBENCH_STYLE = textwrap.dedent("""
-    import torch
-    import torch.nn as nn
-
-    class Model(nn.Module):
-        def __init__(self):
-            super().__init__()
-
-        def forward(self, predictions, targets):
-            return torch.nn.functional.cross_entropy(predictions, targets)
-
-    batch_size = 64
-    num_classes = 10
-    input_shape = (num_classes,)
-    dim = 1
-
-    def get_inputs():
-        return [torch.randn(batch_size, *input_shape), torch.randint(0, num_classes, (batch_size,))]
-
-    def get_init_inputs():
-        return []
-""")
+KERNELBENCH_STYLE = (ROOT / "tests" / "data" / "kernelbench_cross_entropy.py").read_text()
 
 
 def run(*args: str) -> subprocess.CompletedProcess:

@@ -13,28 +13,8 @@ from kernellab.tasks.materialize import build_model, load_problem
 from kernellab.tasks.model import Comparator, Policy, TaskError, Visibility
 from kernellab.tasks.module import build_module, module_constants
 
-CROSS_ENTROPY = textwrap.dedent("""
-    import torch
-    import torch.nn as nn
-
-    class Model(nn.Module):
-        def __init__(self):
-            super().__init__()
-
-        def forward(self, predictions, targets):
-            return torch.nn.functional.cross_entropy(predictions, targets)
-
-    batch_size = 4096
-    num_classes = 10
-    input_shape = (num_classes,)
-    dim = 1
-
-    def get_inputs():
-        return [torch.randn(batch_size, *input_shape), torch.randint(0, num_classes, (batch_size,))]
-
-    def get_init_inputs():
-        return []
-""")
+# A file shaped like KernelBench's 95_CrossEntropyLoss.py: input_shape derives from num_classes.
+CROSS_ENTROPY = (Path(__file__).parents[1] / "data" / "kernelbench_cross_entropy.py").read_text()
 
 RMSNORM = textwrap.dedent("""
     import torch
