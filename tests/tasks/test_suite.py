@@ -52,7 +52,7 @@ def _outputs(result) -> tuple:
 
 def _run(task: Task, dtype: str, *, grad: bool = False):
     problem = _small_problem(task)
-    model = cast_model(build_model(problem.module.Model, problem.init_inputs(), SEED), dtype, task, "cpu")
+    model = cast_model(build_model(problem.module.Model, problem.init_inputs(), SEED), dtype, task.keep_dtype, "cpu")
     inputs = problem.inputs(SEED, "cpu", dtype)
     if grad:
         by_name = dict(zip(problem.input_names, inputs))
