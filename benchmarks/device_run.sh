@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The verifier's GPU evidence in one go: GPU tests, the adversarial corpus on the GPU, and the
 # benchmarks. Logs and JSON go to $OUT (default benchmarks/results). Usage:
-#   bash benchmarks/device_run.sh [corpus|timing|faults|speed|units|repeat]...   (default: all)
+#   bash benchmarks/device_run.sh [corpus|timing|faults|speed|speedcold|units|repeat]...   (default: all but speedcold)
 set -u
 export PYTHONPATH="$PWD/src${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1
 export KERNELLAB_CACHE_DIR="${KERNELLAB_CACHE_DIR:-/tmp/kernellab-cache}"
@@ -16,7 +16,8 @@ for step in $steps; do
     corpus) timeout 200 python -m pytest -q -p no:cacheprovider -rf tests/adversarial/test_corpus.py ;;
     timing) timeout 90 python benchmarks/timing_vs_do_bench.py --out "$RES/timing_vs_do_bench.json" ;;
     faults) timeout 120 python benchmarks/fault_isolation.py --out "$RES/fault_isolation.json" ;;
-    speed) timeout 220 python benchmarks/eval_speed.py --out "$RES/eval_speed.json" ;;
+    speed) timeout 220 python benchmarks/eval_speed.py --skip-empty-cache --out "$RES/eval_speed.json" ;;
+    speedcold) timeout 400 python benchmarks/eval_speed.py --out "$RES/eval_speed_cold.json" ;;
     units) timeout 150 python -m pytest -q -p no:cacheprovider -rf -m gpu tests/sandbox tests/evaluate tests/tasks ;;
     repeat) timeout 240 python benchmarks/eval_repeatability.py --out "$RES/eval_repeatability.json" ;;
   esac > "$RES/$step.log" 2>&1

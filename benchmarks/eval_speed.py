@@ -48,11 +48,15 @@ def main() -> None:
     parser.add_argument("--candidate", default="examples/rmsnorm_triton.py")
     parser.add_argument("--repeats", type=int, default=3, help="warm evaluations after the warm-up")
     parser.add_argument("--out", default="benchmarks/results/eval_speed.json")
+    parser.add_argument("--skip-empty-cache", action="store_true",
+                        help="skip the first cold run (it measures ceilings and every torch.compile baseline)")
     args = parser.parse_args()
     cache = Path(tempfile.mkdtemp(prefix="kernellab-cache-"))
-    result = {"task": args.task, "candidate": args.candidate,
-              "cold_empty_caches": cold(args.task, args.candidate, cache),
-              "cold_warm_caches": cold(args.task, args.candidate, cache)}
+    result = {"task": args.task, "candidate": args.candidate}
+    if not args.skip_empty_cache:
+        result["cold_empty_caches"] = cold(args.task, args.candidate, cache)
+        print(f"cold, empty caches: {result['cold_empty_caches']['wall_s']} s", flush=True)
+    result["cold_warm_caches"] = cold(args.task, args.candidate, cache)
     os.environ["KERNELLAB_CACHE_DIR"] = str(cache)
     warm = []
     with EvalSession(load_task(args.task), EvalOptions()) as session:
@@ -67,19 +71,23 @@ def main() -> None:
             warm.append({"status": verdict.status.value, "elapsed_s": round(verdict.elapsed_s, 2),
                          "compile_s": round(verdict.compile_seconds or 0, 2),
                          "evaluation_s": round(verdict.elapsed_s - (verdict.compile_seconds or 0), 2),
-                         "timings": len(verdict.timings), "stages": [s.name.value for s in verdict.stages]})
+                         "timings": len(verdict.timings),
+                         "stage_seconds": {st.name.value: round(st.seconds, 2) for st in verdict.stages}})
         result["device"] = session.device_label
         result["session_first_s"] = round(first.elapsed_s, 2)
     result["warm"] = warm
     result["anchors_s"] = ANCHORS_S
     print(f"{'measurement':58s} {'seconds':>8s}")
-    for name in ("cold_empty_caches", "cold_warm_caches"):
+    for name in [n for n in ("cold_empty_caches", "cold_warm_caches") if n in result]:
         r = result[name]
         print(f"{name + ' (process wall, ' + str(r['status']) + ')':58s} {r['wall_s']:8.2f}   "
               f"compile {r['compile_s']}")
     for i, w in enumerate(warm):
         print(f"{'warm #' + str(i + 1) + ' evaluation, compile apart (' + w['status'] + ')':58s} "
               f"{w['evaluation_s']:8.2f}   compile {w['compile_s']}")
+    if warm:
+        print("where the last warm evaluation spent its time: " +
+              ", ".join(f"{k} {v:.2f} s" for k, v in warm[-1]["stage_seconds"].items()))
     for name, seconds in ANCHORS_S.items():
         print(f"{name + ' (ANCHORS.md)':58s} {seconds:8.2f}")
     out = Path(args.out)
