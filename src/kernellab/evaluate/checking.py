@@ -15,9 +15,9 @@ import torch
 
 from kernellab.evaluate.policy import KernelRecord, judge_op_log, judge_trace
 from kernellab.evaluate.reference import Case
-from kernellab.evaluate.tolerance import compare_output
+from kernellab.evaluate.tolerance import compare_output, normalised_error
 from kernellab.evaluate.verdict import ConfigCheck, Violation, ViolationKind
-from kernellab.sandbox.evidence import POISON, poison_fill
+from kernellab.sandbox.evidence import as_bits, has_poison
 from kernellab.tasks.model import OutputSpec
 
 # A float32 error counts as a precision downcast when it is within this factor of what eager
@@ -94,7 +94,6 @@ def _evidence_violations(ctx, value: dict[str, Any], where: str) -> list[Violati
                    for r in value["trace"]]
         marker, rest = records[0], records[1:]
         judgement = judge_trace(rest, ctx.scan.own_kernels, ctx.policy, marker.stream)
-        ctx.trace_judgements.append(judgement)
         found += judgement.violations
     return found
 
@@ -134,20 +133,10 @@ def _input_mutation(case: Case, after: list[Any], where: str) -> list[Violation]
 def bitwise_equal(a: torch.Tensor, b: torch.Tensor) -> bool:
     if a.shape != b.shape or a.dtype != b.dtype:
         return False
-    a, b = a.to(b.device).contiguous(), b.contiguous()
+    a = a.to(b.device)
     if a.is_floating_point():
-        width = {8: torch.int64, 4: torch.int32, 2: torch.int16, 1: torch.int8}[a.element_size()]
-        return bool(torch.equal(a.view(width), b.view(width)))
+        return bool(torch.equal(as_bits(a), as_bits(b)))
     return bool(torch.equal(a, b))
-
-
-def _has_poison(t: torch.Tensor) -> bool:
-    if t.dtype not in POISON or t.numel() == 0:
-        return False
-    marker = torch.empty(1, dtype=t.dtype, device=t.device)
-    poison_fill(marker)
-    width = {4: torch.int32, 2: torch.int16, 8: torch.int64}[t.element_size()]
-    return bool((t.contiguous().view(width) == marker.view(width)).any())
 
 
 def _compare_all(case: Case, compared: list[torch.Tensor], where: str) -> tuple[ConfigCheck, list[Violation]]:
@@ -164,7 +153,7 @@ def _compare_all(case: Case, compared: list[torch.Tensor], where: str) -> tuple[
             worst_rel, worst_tol = result.max_rel_err, result.tolerance
         if not result.passed:
             failures.append(f"output {i}: {result.problem}")
-            if out.is_floating_point() and _has_poison(out):
+            if out.is_floating_point() and has_poison(out):
                 poison.append(Violation(ViolationKind.ALLOCATOR_REUSE,
                                         f"{where}: output {i} holds memory the candidate never wrote "
                                         f"(unwritten output)"))
@@ -176,8 +165,6 @@ def _compare_all(case: Case, compared: list[torch.Tensor], where: str) -> tuple[
 def _precision(case: Case, compared: list[torch.Tensor], where: str) -> list[Violation]:
     if case.dtype != "float32" or not case.lower_precision_errs:
         return []
-    from kernellab.evaluate.tolerance import normalised_error
-
     for i, (out, ref) in enumerate(zip(compared, case.ref_outputs)):
         if i >= len(case.lower_precision_errs) or not ref.is_floating_point():
             continue
@@ -193,8 +180,6 @@ def _precision(case: Case, compared: list[torch.Tensor], where: str) -> list[Vio
 
 
 def _compare_grads(case: Case, grads: dict[str, Any] | None, where: str, check: ConfigCheck) -> ConfigCheck:
-    from kernellab.evaluate.tolerance import normalised_error
-
     if grads is None:
         check.passed, check.note = False, "no gradients returned"
         return check

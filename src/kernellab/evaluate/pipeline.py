@@ -30,7 +30,6 @@ class EvalContext:
     scan: ScanResult | None = None
     child: CandidateProcess | None = None
     loaded_key: str | None = None
-    trace_judgements: list = field(default_factory=list)
     timing_failures: list = field(default_factory=list)  # wrong outputs on the timing inputs
     import_seconds: float = 0.0  # import of the candidate module (builds load_inline extensions)
 

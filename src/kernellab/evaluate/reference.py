@@ -17,7 +17,7 @@ import torch
 
 from kernellab.evaluate.tolerance import compare_output, normalised_error, tolerance_for
 from kernellab.tasks.materialize import TORCH_DTYPES, Problem, build_model, cast_model, flatten_outputs
-from kernellab.tasks.model import OutputSpec, TaskError
+from kernellab.tasks.model import Comparator, OutputSpec, TaskError
 
 log = logging.getLogger(__name__)
 
@@ -117,7 +117,9 @@ def build_case(problem: Problem, dtype: str, seed: int, device: str, *, backward
     if len(eager_outputs) != len(ref_outputs):
         raise TaskError(f"{task.id}: the reference returns a different number of outputs in {dtype}")
     tolerances = []
-    named = dict(zip(problem.input_names, _upcast(pristine, device)))
+    # Only index comparators read inputs: upcast copies of them are made just for those.
+    needs_inputs = any(spec.compare is Comparator.VALUES_AT_INDICES for spec in task.outputs)
+    named = dict(zip(problem.input_names, _upcast(pristine, device))) if needs_inputs else {}
     for i, (o_eager, o_ref) in enumerate(zip(eager_outputs, ref_outputs)):
         # Eager's own error, measured through the output's comparator (for index outputs: the
         # values its indices select), scales the tolerance.

@@ -166,7 +166,7 @@ class Harness:
         # On the CPU the judge cannot see this process's copies of the inputs: send them back so it
         # can check for mutation. On the GPU the inputs are the judge's own memory.
         after = [t.detach() if isinstance(t, torch.Tensor) else t for t in inputs] if self.device == "cpu" else None
-        return {"outputs": sendable, "types": types, "structure": _structure(out), "grads": grads,
+        return {"outputs": sendable, "types": types, "grads": grads,
                 "inputs_after": after}
 
     def _cpu_buffers(self, inputs: list[Any], same: bool) -> list[Any]:
@@ -242,12 +242,6 @@ def _autotune_without_benchmarks() -> None:
 
 def _grad_params(model: torch.nn.Module):
     return [(n, p) for n, p in model.named_parameters() if p.requires_grad]
-
-
-def _structure(out: Any) -> Any:
-    if isinstance(out, (tuple, list)):
-        return [type(out).__name__, [_structure(x) for x in out]]
-    return "leaf"
 
 
 class _null:

@@ -46,16 +46,13 @@ _synchronize = torch.cuda.synchronize
 # CUDA side
 
 
-def _cuda():
-    import torch
-
+def _require_cuda() -> None:
     if not torch.cuda.is_available():
         raise RuntimeError("timing needs a CUDA device, and none is available")
-    return torch
 
 
 def _resolve_device(device: Any):
-    torch = _cuda()
+    _require_cuda()
     dev = torch.device("cuda") if device is None else torch.device(device)
     if dev.type != "cuda":
         raise ValueError(f"timing needs a CUDA device, not {dev}")
@@ -73,7 +70,7 @@ class L2Flusher:
     """
 
     def __init__(self, device: Any = None) -> None:
-        torch = _cuda()
+        _require_cuda()
         self.device = _resolve_device(device)
         props = torch.cuda.get_device_properties(self.device)
         l2 = int(getattr(props, "L2_cache_size", 0) or 0) or _FALLBACK_L2_BYTES
@@ -112,14 +109,14 @@ class _Spacer:
     _cycles_per_us: dict[int, float] = {}
 
     def __init__(self, device) -> None:
-        torch = _cuda()
+        _require_cuda()
         self.device = device
         self.sleep = getattr(torch.cuda, "_sleep", None)
         if self.sleep is not None and device.index not in self._cycles_per_us:
             self._cycles_per_us[device.index] = self._calibrate()
 
     def _calibrate(self) -> float:
-        torch = _cuda()
+        _require_cuda()
         self.sleep(1000)
         start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         start.record()
@@ -140,7 +137,7 @@ def _warm_up(launch: Callable[[int], Any], plan: TimingPlan, flusher, device) ->
     the spacer. Launches go in doubling chunks, each followed by a synchronisation, so the wall
     clock that ends the warm-up measures device work, not how fast the host queues launches.
     """
-    torch = _cuda()
+    _require_cuda()
     launch(0)
     _synchronize(device)
     start = _perf_counter()
@@ -169,7 +166,7 @@ def _timed_loop(launch: Callable[[int], Any], calls_per_sample: int, method: str
     one (``after(j, outputs)``, which may synchronise, e.g. to read a fingerprint) the device drains
     after every call, so the spacer is issued before every call instead.
     """
-    torch = _cuda()
+    _require_cuda()
     device_us, host_us = _warm_up(launch, plan, flusher, device)
     spacer = _Spacer(device)
     size = batch_size(device_us)
@@ -233,7 +230,7 @@ def time_calls(call: Callable[[int], Any], n_sets: int, plan: TimingPlan, *,
     """
     if n_sets < 1:
         raise ValueError("n_sets must be at least 1")
-    torch = _cuda()
+    _require_cuda()
     stream = stream if stream is not None else torch.cuda.current_stream()
     device = stream.device
     flusher = flusher_for(device) if plan.l2_flush else None
@@ -261,7 +258,7 @@ def time_graph(call: Callable[[int], Any], n_sets: int, plan: TimingPlan, *,
     """
     if n_sets < 1:
         raise ValueError("n_sets must be at least 1")
-    torch = _cuda()
+    _require_cuda()
     stream = stream if stream is not None else torch.cuda.current_stream()
     device = stream.device
     flusher = flusher_for(device) if plan.l2_flush else None
@@ -290,7 +287,7 @@ def _capture(call: Callable[[int], Any], n_sets: int, k: int, stream, device):
     cloned before and put back on failure (which also keeps the random sequence as it was), and the
     capture runs inside a stream context of our own, which restores the stream.
     """
-    torch = _cuda()
+    _require_cuda()
     generator = torch.cuda.default_generators[device.index]
     saved = generator.clone_state()
     graph = torch.cuda.CUDAGraph()
@@ -308,7 +305,7 @@ def _capture(call: Callable[[int], Any], n_sets: int, k: int, stream, device):
 def _eager_estimate(call: Callable[[int], Any], n_sets: int, stream, device) -> float:
     """Run every set once on a side stream (what capture needs: lazy init, workspaces, autotuning),
     then time one more pass with events; return µs per call."""
-    torch = _cuda()
+    _require_cuda()
     side = torch.cuda.Stream(device=device)
     side.wait_stream(stream)
     with torch.cuda.stream(side):
@@ -343,7 +340,7 @@ def choose_and_time(call: Callable[[int], Any], n_sets: int, plan: TimingPlan, *
     The method used is recorded in the result. ``after`` goes to the measurement that is reported
     (see ``time_calls`` and ``time_graph``), not to the quick one.
     """
-    torch = _cuda()
+    _require_cuda()
     if method is not None and method not in METHODS:
         raise ValueError(f"method must be one of {METHODS}, not {method!r}")
     if method is None:
@@ -365,7 +362,7 @@ def peak_memory(call: Callable[..., Any], args: Sequence[Any], *, device: Any = 
     kernels' torch-allocated outputs and workspaces), outputs included since they are alive when the
     call returns; a raw ``cudaMalloc`` in C++ is invisible to it.
     """
-    torch = _cuda()
+    _require_cuda()
     if device is None:
         device = next((a.device for a in args if isinstance(a, torch.Tensor) and a.is_cuda), None)
     dev = _resolve_device(device)

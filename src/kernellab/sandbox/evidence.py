@@ -19,20 +19,35 @@ MARKER_NUMEL = 7919  # a prime, so the marker fill is recognisable by its size i
 # Poison patterns: NaNs with a payload no arithmetic produces, so "this output element was never
 # written" is recognisable bit for bit.
 POISON = {torch.float32: 0x7FC0DEAD, torch.float16: 0x7E5A, torch.bfloat16: 0x7FDA, torch.float64: 0x7FF8DEADBEEFDEAD}
-_INT_OF_WIDTH = {8: torch.int64, 4: torch.int32, 2: torch.int16}
+_INT_OF_WIDTH = {8: torch.int64, 4: torch.int32, 2: torch.int16, 1: torch.int8}
 _EMPTY_OPS = {"aten.empty.memory_format", "aten.empty_like.default", "aten.empty_strided.default",
               "aten.new_empty.default", "aten.new_empty_strided.default"}
 
 
+def as_bits(t: torch.Tensor) -> torch.Tensor:
+    """A contiguous tensor viewed as integers of the same width: compares bit patterns, NaNs included."""
+    return t.contiguous().view(_INT_OF_WIDTH[t.element_size()])
+
+
+def _signed_pattern(dtype: torch.dtype) -> int:
+    bits = 8 * torch.empty(0, dtype=dtype).element_size()
+    pattern = POISON[dtype]
+    return pattern - (1 << bits) if pattern >= 1 << (bits - 1) else pattern
+
+
 def poison_fill(t: torch.Tensor) -> None:
     """Overwrite a fresh floating tensor with its dtype's poison pattern."""
-    pattern = POISON.get(t.dtype)
-    if pattern is None or t.numel() == 0 or not t.is_contiguous():
+    if t.dtype not in POISON or t.numel() == 0 or not t.is_contiguous():
         return
-    bits = 8 * t.element_size()
-    signed = pattern - (1 << bits) if pattern >= 1 << (bits - 1) else pattern
     with torch.no_grad():
-        t.view(_INT_OF_WIDTH[t.element_size()]).fill_(signed)
+        as_bits(t).fill_(_signed_pattern(t.dtype))
+
+
+def has_poison(t: torch.Tensor) -> bool:
+    """Whether any element of ``t`` still holds the poison pattern: memory the candidate never wrote."""
+    if t.dtype not in POISON or t.numel() == 0:
+        return False
+    return bool((as_bits(t) == _signed_pattern(t.dtype)).any())
 
 
 class InterpreterLaunches:
@@ -84,10 +99,6 @@ class OpLog(TorchDispatchMode):
         if outside and str(func) in _EMPTY_OPS and isinstance(result, torch.Tensor) and result.is_floating_point():
             poison_fill(result)
         return result
-
-
-def launch_stream_id() -> int:
-    return int(torch.cuda.current_stream().cuda_stream)
 
 
 def mark_launch_stream() -> None:

@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import logging
 import math
-import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
