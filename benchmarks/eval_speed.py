@@ -11,8 +11,11 @@ machine. Prints a table and writes JSON.
 from __future__ import annotations
 
 import argparse
+import cProfile
+import io
 import json
 import os
+import pstats
 import shutil
 import subprocess
 import sys
@@ -42,12 +45,23 @@ def cold(task: str, candidate: str, cache: Path) -> dict:
             "stderr_tail": proc.stderr[-300:]}
 
 
+def _write_profile(profiler: cProfile.Profile, path: Path) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    text = io.StringIO()
+    stats = pstats.Stats(profiler, stream=text)
+    stats.sort_stats("cumulative").print_stats(60)
+    stats.sort_stats("tottime").print_stats(30)
+    path.write_text(text.getvalue())
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--task", default="normalization/rmsnorm")
     parser.add_argument("--candidate", default="examples/rmsnorm_triton.py")
     parser.add_argument("--repeats", type=int, default=3, help="warm evaluations after the warm-up")
     parser.add_argument("--out", default="benchmarks/results/eval_speed.json")
+    parser.add_argument("--profile", metavar="PATH",
+                        help="profile the last warm evaluation (judge side) with cProfile; write the table here")
     parser.add_argument("--skip-empty-cache", action="store_true",
                         help="skip the first cold run (it measures ceilings and every torch.compile baseline)")
     args = parser.parse_args()
@@ -66,8 +80,14 @@ def main() -> None:
             path = cache / f"candidate_{i}.py"
             shutil.copy(args.candidate, path)
             copies.append(path)
-        for path in copies:
+        for n, path in enumerate(copies):
+            profiler = cProfile.Profile() if args.profile and n == len(copies) - 1 else None
+            if profiler:
+                profiler.enable()
             verdict = session.evaluate(path)
+            if profiler:
+                profiler.disable()
+                _write_profile(profiler, Path(args.profile))
             warm.append({"status": verdict.status.value, "elapsed_s": round(verdict.elapsed_s, 2),
                          "compile_s": round(verdict.compile_seconds or 0, 2),
                          "evaluation_s": round(verdict.elapsed_s - (verdict.compile_seconds or 0), 2),

@@ -26,7 +26,8 @@ class EvalOptions:
     seed: int = 0
     stages: frozenset[Stage] = ALL_STAGES
     trials: int = 3  # fresh input sets per seen config in the shape sweep
-    request_timeout_s: float = 120.0  # one child request (includes JIT compiles)
+    request_timeout_s: float = 120.0  # one child request (includes JIT compiles of new shapes)
+    compile_timeout_s: float = 300.0  # import and first instantiation: a load_inline build can take minutes
     timing_budget_s: float = 0.6  # per config × dtype, candidate side
     timing_target_ci_pct: float = 1.0
     timing_min_samples: int = 20

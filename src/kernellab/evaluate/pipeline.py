@@ -49,7 +49,9 @@ class EvalContext:
         """Make sure the child holds a candidate model for this case's config and dtype."""
         key = f"{case.problem.config.label}|{case.dtype}"
         if self.loaded_key != key:
-            self.child.request("instantiate", self.timeout, key=key, init_inputs=case.init_inputs, seed=PARAM_SEED,
+            # The first instance may build its kernels in __init__ (load_inline): the compile budget.
+            timeout = self.timeout if self.loaded_key else max(self.session.options.compile_timeout_s, self.timeout)
+            self.child.request("instantiate", timeout, key=key, init_inputs=case.init_inputs, seed=PARAM_SEED,
                                state=case.state, dtype=case.dtype,
                                keep_dtype=list(case.problem.task.keep_dtype))
             self.loaded_key = key

@@ -16,7 +16,8 @@ from typing import Any, Callable
 import torch
 
 from kernellab.evaluate.tolerance import compare_output, normalised_error, tolerance_for
-from kernellab.tasks.materialize import TORCH_DTYPES, Problem, build_model, cast_model, flatten_outputs
+from kernellab.tasks.materialize import (TORCH_DTYPES, Problem, build_model, cast_model, device_generator,
+                                         flatten_outputs)
 from kernellab.tasks.model import Comparator, OutputSpec, TaskError
 
 log = logging.getLogger(__name__)
@@ -43,6 +44,7 @@ class Case:
     ref_grads: dict[str, torch.Tensor] | None = None  # "input:<name>" / "param:<name>" -> float64
     grad_tolerances: dict[str, float] | None = None
     float64_fallback: bool = False
+    probed: bool = False  # lower-precision probes done (float32 cases that only feed timing skip them)
     expected_outputs: list[torch.Tensor] = field(default_factory=list)  # meta tensors: eager shapes/dtypes
 
     @property
@@ -133,9 +135,8 @@ def build_case(problem: Problem, dtype: str, seed: int, device: str, *, backward
                 len(ref_outputs) - len(mutated), tolerances, state, eager, float64_fallback=fallback)
     case.expected_outputs = [torch.empty(o.shape, dtype=o.dtype, device="meta")
                              for o in eager_outputs[:case.n_outputs]]
-    if precision_probe and dtype == "float32":
-        case.lower_precision_errs = _lower_precision_errors(problem, init_inputs, pristine, ref_outputs, mutated,
-                                                            device, task.fp32_precision)
+    if precision_probe:
+        add_precision_probes(case)
     if backward:
         _add_gradients(case, ref_model if not fallback else None)
     return case
@@ -154,6 +155,17 @@ def _run_eager(model: torch.nn.Module, inputs: list[Any], mutated: list[int], pr
         torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = saved
 
 
+def add_precision_probes(case: Case) -> None:
+    """Eager's errors in lower precisions, which name a float32 candidate's downcast; once per case."""
+    if case.probed:
+        return
+    case.probed = True
+    if case.dtype == "float32":
+        case.lower_precision_errs = _lower_precision_errors(
+            case.problem, case.init_inputs, case.pristine, case.ref_outputs, case.mutated_indices(), case.device,
+            case.problem.task.fp32_precision)
+
+
 def _lower_precision_errors(problem: Problem, init_inputs, pristine, ref_outputs, mutated, device,
                             precision: str) -> list[dict[str, float]]:
     """Errors of eager PyTorch run in precisions below the task's, per output (for naming downcasts)."""
@@ -165,7 +177,9 @@ def _lower_precision_errors(problem: Problem, init_inputs, pristine, ref_outputs
         try:
             model = cast_model(build_model(problem.module.Model, init_inputs, PARAM_SEED), dtype,
                                problem.task.keep_dtype, device)
-            inputs = [v.to(TORCH_DTYPES[dtype]) if isinstance(v, torch.Tensor) and v.is_floating_point()
+            # copy=True: ``.to`` of a tensor already in ``dtype`` returns the tensor itself, and a
+            # task that mutates its inputs would then write into the pristine copy.
+            inputs = [v.to(TORCH_DTYPES[dtype], copy=True) if isinstance(v, torch.Tensor) and v.is_floating_point()
                       and n not in problem.task.keep_dtype else (v.clone() if isinstance(v, torch.Tensor) else v)
                       for v, n in zip(pristine, problem.input_names + [""] * len(pristine))]
             outs = _run_eager(model, inputs, mutated, "tf32" if tf32 else "ieee")
@@ -179,9 +193,9 @@ def _lower_precision_errors(problem: Problem, init_inputs, pristine, ref_outputs
 def _add_gradients(case: Case, ref_model_64: torch.nn.Module | None) -> None:
     """Reference gradients in float64 for a random grad_output, and tolerances from eager's own."""
     task = case.problem.task
-    gen = torch.Generator().manual_seed(case.seed + 17)
+    gen = device_generator(case.device, case.seed + 17)
     outs_ref = case.ref_outputs[:case.n_outputs]
-    case.grad_outputs = [torch.randn(o.shape, generator=gen, dtype=torch.float32).to(case.device)
+    case.grad_outputs = [torch.randn(o.shape, generator=gen, dtype=torch.float32, device=case.device)
                          .to(TORCH_DTYPES[case.dtype]) for o in outs_ref]
     grad_idx = case.grad_input_indices()
 

@@ -27,7 +27,7 @@ from typing import Any
 import torch
 
 from kernellab.evaluate.reference import PARAM_SEED
-from kernellab.tasks.materialize import Problem, build_model, flatten_outputs, load_problem
+from kernellab.tasks.materialize import Problem, build_model, device_generator, flatten_outputs, load_problem
 from kernellab.tasks.model import Task, TaskError, Visibility
 
 SEEDS = 5
@@ -94,7 +94,7 @@ def _another_value(first: torch.Tensor, second: torch.Tensor, generator: torch.G
         return second
     if not first.is_floating_point():
         return None
-    noise = torch.randn(first.shape, generator=generator, dtype=torch.float64).to(first.device)
+    noise = torch.randn(first.shape, generator=generator, dtype=torch.float64, device=first.device)
     scale = max(float(first.abs().mean()), 1e-3)
     return first + (noise * 0.01 * scale).to(first.dtype)
 
@@ -125,7 +125,7 @@ def validate_config(problem: Problem, device: str, report: TaskValidation) -> No
         report.fail(where, f"near-constant output (spread over {SEEDS} seeds {spread:.3g} is under "
                            f"{MIN_SPREAD:.0%} of its scale {scale:.3g})")
     base = outputs[0]
-    generator = torch.Generator().manual_seed(99)
+    generator = device_generator(device, 99)
     for i, name in enumerate(problem.input_names[:len(runs[0])]):
         # Inputs in `mutates` may be write-only buffers (an optimizer's low-precision copy of the
         # master weights): what is written there is compared, what they held need not matter.
@@ -141,11 +141,11 @@ def validate_config(problem: Problem, device: str, report: TaskValidation) -> No
             report.fail(where, f"output insensitive to input {name!r} (relative change {change:.2g})")
     if any(p.is_floating_point() for p in model.parameters()):
         other = build_model(problem.module.Model, init, PARAM_SEED).to(device).to(torch.float64)
-        generator = torch.Generator().manual_seed(PARAM_SEED + 1)
+        generator = device_generator(device, PARAM_SEED + 1)
         with torch.no_grad():
             for p in other.parameters():
                 if p.is_floating_point():
-                    noise = torch.randn(p.shape, generator=generator, dtype=torch.float64).to(p.device)
+                    noise = torch.randn(p.shape, generator=generator, dtype=torch.float64, device=p.device)
                     p.add_(noise * 0.1 * max(float(p.abs().mean()), 1e-3))
         change = _relative_change(base, _outputs(problem, other, runs[0]))
         if change < MIN_SENSITIVITY:

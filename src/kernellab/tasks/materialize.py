@@ -39,7 +39,7 @@ class Problem:
     def init_inputs(self) -> list[Any]:
         state = torch.random.get_rng_state()
         try:
-            torch.manual_seed(0)
+            seed_torch(0)
             return list(self.module.get_init_inputs())
         finally:
             torch.random.set_rng_state(state)
@@ -50,7 +50,7 @@ class Problem:
         ``small`` config, which is run for real."""
         state = torch.random.get_rng_state()
         try:
-            torch.manual_seed(0)
+            seed_torch(0)
             raw = _trace_inputs(self.module.get_inputs, small=self.config.visibility is Visibility.SMALL)
         finally:
             torch.random.set_rng_state(state)
@@ -71,9 +71,7 @@ class Problem:
         """Fresh inputs from the reference's ``get_inputs`` under ``seed``, floating ones cast to ``dtype``."""
         generator_state = torch.random.get_rng_state()
         try:
-            torch.manual_seed(seed)
-            if torch.device(device).type == "cuda":
-                torch.cuda.manual_seed(seed)
+            seed_torch(seed)
             with torch.device(device):
                 raw = list(self.module.get_inputs())
         finally:
@@ -123,6 +121,24 @@ def cast_input(value: Any, name: str, dtype: str, task: Task, device: str | torc
     return value.contiguous() if not value.is_contiguous() else value
 
 
+def seed_torch(seed: int) -> None:
+    """Seed the CPU generator and, once CUDA is up, the current GPU's.
+
+    ``torch.manual_seed`` also queues a callback with a captured stack trace for every device type
+    not yet initialised (XPU, MTIA), on every call: a millisecond each and a list that only grows,
+    over the thousands of seeded builds of one session.
+    """
+    torch.random.default_generator.manual_seed(seed)
+    if torch.cuda.is_initialized():
+        torch.cuda.manual_seed(seed)
+
+
+def device_generator(device: str | torch.device, seed: int) -> torch.Generator:
+    """A generator on ``device``: random tensors of hundreds of MB are drawn where they are used,
+    not on the CPU and copied (which took most of an evaluation's time on a GPU)."""
+    return torch.Generator(device=torch.device(device)).manual_seed(seed)
+
+
 def randomize_parameters(model: torch.nn.Module, seed: int) -> None:
     """Replace constant-initialised floating parameters and buffers by random values near them.
 
@@ -153,7 +169,7 @@ def _named_state(model: torch.nn.Module):
 
 def build_model(model_cls: type, init_inputs: list[Any], seed: int) -> torch.nn.Module:
     """Instantiate under ``seed`` (identical seeding for reference and candidate), then randomize."""
-    torch.manual_seed(seed)
+    seed_torch(seed)
     model = model_cls(*init_inputs)
     randomize_parameters(model, seed)
     return model
@@ -197,16 +213,16 @@ def perturb_for_domain(x: torch.Tensor, domain: InputDomain, kind: str, generato
     if domain is InputDomain.INDEX or x.dtype not in CASTABLE:
         return x
     shape, dev = x.shape, x.device
-    base = torch.randn(shape, generator=generator, dtype=torch.float32).to(dev)
+    base = torch.randn(shape, generator=generator, dtype=torch.float32, device=dev)
     if kind == "large":
         y = base * 1e3 if x.dtype in (torch.float16,) else base * 1e4
     elif kind == "tiny":
         y = base * 1e-3
     elif kind == "mixed":
-        scale = torch.exp(torch.randn(shape, generator=generator) * 2.0).to(dev)
+        scale = torch.exp(torch.randn(shape, generator=generator, device=dev) * 2.0)
         y = base * scale
     elif kind == "heavy_tailed":
-        denom = torch.randn(shape, generator=generator).abs().clamp_min(1e-3).to(dev)
+        denom = torch.randn(shape, generator=generator, device=dev).abs().clamp_min(1e-3)
         y = (base / denom).clamp(-1e3, 1e3)  # ratio of normals: Cauchy-like tails
     elif kind == "constant_rows":
         y = base[..., :1].expand(shape).clone() if x.dim() > 0 else base

@@ -12,6 +12,7 @@ import random
 
 import torch
 
+from kernellab.evaluate import seeds
 from kernellab.evaluate.checking import CallOutcome, bitwise_equal, run_case
 from kernellab.evaluate.reference import Case
 from kernellab.evaluate.tolerance import normalised_error
@@ -82,7 +83,7 @@ def shape_sweep(ctx) -> StageResult:
             earlier: list[Case] = []
             first = None
             for trial in range(max(1, ctx.session.options.trials)):
-                case = ctx.session.case(config, dtype, seed + 1000 * trial)
+                case = ctx.session.case(config, dtype, seeds.trial(seed, seeds.SWEEP, trial))
                 if trial == 1 and first is not None:
                     case = _same_pointers(case, first)  # new values at the same addresses
                 outcome = run_case(ctx, case, profile=trial == 0 and dtype == profiled, same_buffers=trial == 1)
@@ -127,7 +128,7 @@ def stability(ctx) -> StageResult:
     for config in configs:
         for dtype in ctx.session.resolved.dtypes:
             for kind in STABILITY_KINDS:
-                case = ctx.session.case(config, dtype, ctx.session.options.seed + 7, variant=kind)
+                case = ctx.session.case(config, dtype, ctx.session.options.seed + seeds.STABILITY, variant=kind)
                 if not _eager_meaningful(case):
                     notes.append(f"{kind}/{dtype}")
                     continue
@@ -174,7 +175,7 @@ def determinism(ctx) -> StageResult:
 
 def edge(ctx) -> StageResult:
     configs, skipped = _configs(ctx, Visibility.EDGE)
-    return _over(ctx, Stage.EDGE, configs, skipped, seed_offset=11)
+    return _over(ctx, Stage.EDGE, configs, skipped, seed_offset=seeds.EDGE)
 
 
 def backward(ctx) -> StageResult | None:
@@ -183,7 +184,7 @@ def backward(ctx) -> StageResult | None:
     configs, skipped = _configs(ctx, Visibility.SEEN)
     if not configs:
         configs, skipped = ctx.session.task.configs_of(Visibility.SMALL), skipped
-    return _over(ctx, Stage.BACKWARD, configs, skipped, backward=True, seed_offset=23)
+    return _over(ctx, Stage.BACKWARD, configs, skipped, backward=True, seed_offset=seeds.BACKWARD)
 
 
 def holdout(ctx) -> StageResult | None:
@@ -197,7 +198,7 @@ def holdout(ctx) -> StageResult | None:
     failed = []
     for config in configs:
         for dtype in ctx.session.resolved.dtypes:
-            case = ctx.session.case(config, dtype, ctx.session.options.seed + 31)
+            case = ctx.session.case(config, dtype, ctx.session.options.seed + seeds.HOLDOUT)
             outcome = run_case(ctx, case)
             result.configs.append(outcome.check)
             if not outcome.passed:

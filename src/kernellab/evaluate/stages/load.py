@@ -26,7 +26,8 @@ def run(ctx) -> StageResult:
                      fp32_precision=session.task.fp32_precision)
     ctx.child = CandidateProcess(session.server(), spec)
     started = time.perf_counter()
-    ctx.child.request("import", ctx.timeout, path=str(ctx.path))
+    # Importing may build extensions (load_inline at module level): the compile budget, not a call's.
+    ctx.child.request("import", max(session.options.compile_timeout_s, ctx.timeout), path=str(ctx.path))
     ctx.import_seconds = time.perf_counter() - started
     config = first_config(session)
     case = session.case(config, session.resolved.dtypes[0], session.options.seed)

@@ -15,6 +15,7 @@ from dataclasses import asdict
 
 import torch
 
+from kernellab.evaluate import seeds
 from kernellab.evaluate.baselines import baseline_times
 from kernellab.evaluate.checking import run_case
 from kernellab.evaluate.reference import Case
@@ -22,7 +23,7 @@ from kernellab.evaluate.roofline import roofline, task_bytes, task_flops
 from kernellab.evaluate.verdict import Stage, StageResult, Timing, ViolationKind
 from kernellab.sandbox.evidence import fingerprint
 from kernellab.sandbox.timing_stats import EventTimes, TimingPlan, summarize
-from kernellab.tasks.materialize import TORCH_DTYPES
+from kernellab.tasks.materialize import TORCH_DTYPES, device_generator
 from kernellab.tasks.model import Config, Visibility
 
 MAX_SETS = 8  # with an L2 flush before every timed call, rotation matters only for graph replay
@@ -57,15 +58,23 @@ def plan_for(ctx) -> TimingPlan:
                       target_ci_pct=o.timing_target_ci_pct, budget_s=o.timing_budget_s)
 
 
-def input_sets(ctx, config: Config, dtype: str, backward: bool) -> list[Case]:
-    """Enough input sets that rotating through them defeats the L2 cache (≥ 2 × L2 together)."""
+def input_sets(ctx, config: Config, dtype: str, backward: bool, holdout: bool) -> list[Case]:
+    """Enough input sets that rotating through them defeats the L2 cache (≥ 2 × L2 together).
+
+    They are drawn with the seeds of the stage that checked this config (see ``seeds``), so the
+    first ones are cases the session already holds."""
     session = ctx.session
-    first = session.case(config, dtype, session.options.seed + 5000, backward=backward, probe=False)
+    offset = seeds.HOLDOUT if holdout else seeds.BACKWARD if backward else seeds.SWEEP
+
+    def case(k: int) -> Case:
+        return session.case(config, dtype, seeds.trial(session.options.seed, offset, k), backward=backward,
+                            probe=False)
+
+    first = case(0)
     per_set = sum(t.numel() * t.element_size() for t in first.inputs if isinstance(t, torch.Tensor))
     l2 = getattr(torch.cuda.get_device_properties(0), "L2_cache_size", 50 << 20)
-    count = min(MAX_SETS, max(2, math.ceil(2 * l2 / max(per_set, 1))))
-    return [first] + [session.case(config, dtype, session.options.seed + 5000 + k, backward=backward, probe=False)
-                      for k in range(1, count)]
+    count = min(MAX_SETS, max(1, math.ceil(2 * l2 / max(per_set, 1))))
+    return [first] + [case(k) for k in range(1, count)]
 
 
 def time_configs(ctx, configs: list[Config], holdout: bool = False) -> list[Timing]:
@@ -73,24 +82,23 @@ def time_configs(ctx, configs: list[Config], holdout: bool = False) -> list[Timi
     torch.compile baseline (an Inductor compile per config): their speedup is reported vs eager and
     vs the baseline kernel."""
     rows = []
-    with_compile = not holdout
     phases = [False, True] if ctx.session.task.backward and not holdout else [False]
     for config in configs:
         for dtype in ctx.session.resolved.dtypes:
             for backward in phases:
-                rows.append(_time_one(ctx, config, dtype, backward, with_compile))
+                rows.append(_time_one(ctx, config, dtype, backward, holdout))
     return rows
 
 
-def _time_one(ctx, config: Config, dtype: str, backward: bool, with_compile: bool) -> Timing:
+def _time_one(ctx, config: Config, dtype: str, backward: bool, holdout: bool) -> Timing:
     session = ctx.session
-    sets = input_sets(ctx, config, dtype, backward)
+    sets = input_sets(ctx, config, dtype, backward, holdout)
     for case in sets:
         case.restore_inputs()
     plan = plan_for(ctx)
-    generator = torch.Generator().manual_seed(session.options.seed + 4242)
+    generator = device_generator("cuda", session.options.seed + 4242)
     numel = max(r.numel() for r in sets[0].ref_outputs[:sets[0].n_outputs])
-    weights = torch.randn(min(numel, 1 << 22), generator=generator, dtype=torch.float64).cuda()
+    weights = torch.randn(min(numel, 1 << 22), generator=generator, dtype=torch.float64, device="cuda")
     bwd = None
     if backward:
         bwd = {"wrt": sets[0].grad_input_indices(), "grad_outputs": [c.grad_outputs for c in sets]}
@@ -109,7 +117,7 @@ def _time_one(ctx, config: Config, dtype: str, backward: bool, with_compile: boo
     if check_outputs:
         _check_fingerprints(ctx, expected, value["fingerprints"], label)
     base = baseline_times(session, config, dtype, backward, sets, plan, method=times.method,
-                          with_compile=with_compile and session.options.compile_baseline)
+                          with_compile=not holdout and session.options.compile_baseline)
     ctx.verdict.notes.extend(n for n in base.notes if n not in ctx.verdict.notes)
     problem = sets[0].problem
     constants = {**_constants(problem), **config.as_dict()}
