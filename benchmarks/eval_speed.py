@@ -91,7 +91,10 @@ def main() -> None:
             warm.append({"status": verdict.status.value, "elapsed_s": round(verdict.elapsed_s, 2),
                          "compile_s": round(verdict.compile_seconds or 0, 2),
                          "evaluation_s": round(verdict.elapsed_s - (verdict.compile_seconds or 0), 2),
-                         "timings": len(verdict.timings),
+                         "timings": len(verdict.timings), "error": verdict.error,
+                         "violations": [v.to_dict() for v in verdict.violations],
+                         "child_requests": {op: {"count": int(n), "judge_s": round(wall, 3), "child_s": round(child, 3)}
+                                            for op, (n, wall, child) in session.last_op_stats.items()},
                          "stage_seconds": {st.name.value: round(st.seconds, 2) for st in verdict.stages}})
         result["device"] = session.device_label
         result["session_first_s"] = round(first.elapsed_s, 2)
@@ -105,9 +108,14 @@ def main() -> None:
     for i, w in enumerate(warm):
         print(f"{'warm #' + str(i + 1) + ' evaluation, compile apart (' + w['status'] + ')':58s} "
               f"{w['evaluation_s']:8.2f}   compile {w['compile_s']}")
+        if w["status"] != "passed":
+            print(f"    error: {w['error']}  violations: {w['violations']}")
     if warm:
         print("where the last warm evaluation spent its time: " +
               ", ".join(f"{k} {v:.2f} s" for k, v in warm[-1]["stage_seconds"].items()))
+        print("its child requests (count, judge s, child s): " +
+              ", ".join(f"{op} {r['count']} {r['judge_s']:.2f} {r['child_s']:.2f}"
+                        for op, r in warm[-1]["child_requests"].items()))
     for name, seconds in ANCHORS_S.items():
         print(f"{name + ' (ANCHORS.md)':58s} {seconds:8.2f}")
     out = Path(args.out)

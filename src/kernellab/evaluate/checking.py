@@ -17,7 +17,7 @@ from kernellab.evaluate.policy import KernelRecord, judge_op_log, judge_trace
 from kernellab.evaluate.reference import Case
 from kernellab.evaluate.tolerance import compare_output, normalised_error
 from kernellab.evaluate.verdict import ConfigCheck, Violation, ViolationKind
-from kernellab.sandbox.evidence import as_bits, has_poison
+from kernellab.sandbox.evidence import as_bits, fingerprint, has_poison
 from kernellab.tasks.model import OutputSpec
 
 # A float32 error counts as a precision downcast when it is within this factor of what eager
@@ -67,6 +67,9 @@ def run_case(ctx, case: Case, *, profile: bool = False, backward: bool = False,
     if contract:
         check.passed, check.note = False, contract[0].detail
         return CallOutcome(check, violations, outputs)
+    if ctx.session.device == "cuda" and not backward and not case.mutated_indices():
+        weights = ctx.projection_weights()
+        ctx.projections[case.input_key] = [project(o, weights) for o in outputs]
     mutated = [inputs_after[i] for i in case.mutated_indices()]
     compared = outputs + mutated
     check, poison = _compare_all(case, compared, where)
@@ -76,6 +79,13 @@ def run_case(ctx, case: Case, *, profile: bool = False, backward: bool = False,
     if backward and check.passed:
         check = _compare_grads(case, result["grads"], where, check)
     return CallOutcome(check, violations, outputs)
+
+
+def project(output: Any, weights: torch.Tensor) -> tuple[float, float]:
+    """An output's fingerprint on ``weights`` and the scale a timed call's may differ by."""
+    if not isinstance(output, torch.Tensor):
+        return fingerprint(output, weights), 0.0
+    return fingerprint(output, weights), fingerprint(output.abs(), weights.abs())
 
 
 def _evidence_violations(ctx, value: dict[str, Any], where: str) -> list[Violation]:

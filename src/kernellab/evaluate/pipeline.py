@@ -12,13 +12,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
+import torch
+
 from kernellab.evaluate.reference import PARAM_SEED, Case
 from kernellab.evaluate.static_scan import ScanResult
 from kernellab.evaluate.verdict import Stage, StageResult, Status, Verdict, Violation, ViolationKind
 from kernellab.sandbox.candidate import CandidateError, CandidateProcess, ChildFailure
+from kernellab.tasks.materialize import device_generator
 from kernellab.tasks.model import Policy, TaskError
 
 log = logging.getLogger(__name__)
+
+PROJECTION_LENGTH = 1 << 22  # elements of an output the fingerprint projects (the leading ones)
 
 
 @dataclass
@@ -30,8 +35,20 @@ class EvalContext:
     scan: ScanResult | None = None
     child: CandidateProcess | None = None
     loaded_key: str | None = None
+    baselines_steady: bool = False  # a cached baseline row was re-checked this evaluation and had not drifted
     timing_failures: list = field(default_factory=list)  # wrong outputs on the timing inputs
     import_seconds: float = 0.0  # import of the candidate module (builds load_inline extensions)
+    # Projections of checked outputs on the judge's secret weights, by Case.input_key: the timing
+    # stage compares every timed call with them instead of checking its input sets a second time.
+    projections: dict = field(default_factory=dict)
+    _weights: torch.Tensor | None = None
+
+    def projection_weights(self) -> torch.Tensor:
+        """Random weights drawn once per evaluation on the GPU (the child never sees them before timing)."""
+        if self._weights is None:
+            generator = device_generator("cuda", self.session.options.seed + 4242)
+            self._weights = torch.randn(PROJECTION_LENGTH, generator=generator, dtype=torch.float64, device="cuda")
+        return self._weights
 
     @property
     def policy(self) -> Policy:
@@ -86,6 +103,7 @@ def run_pipeline(session, path: Path) -> Verdict:
             ctx.child.close()
             # The candidate's own compiles (import, every Triton JIT specialisation), reported apart.
             verdict.compile_seconds = ctx.import_seconds + ctx.child.compile_seconds
+            session.last_op_stats = dict(ctx.child.op_stats)
     verdict.correct = verdict.compiled and verdict.failed_stage is None and not verdict.violations \
         and verdict.status in (Status.FAILED, Status.PASSED)
     if verdict.correct and verdict.status is Status.FAILED and not verdict.error:
@@ -130,6 +148,9 @@ def _run_stages(ctx: EvalContext) -> None:
             continue
         result.seconds = time.perf_counter() - started
         verdict.stages.append(result)
+        if verdict.status is Status.HARNESS_ERROR:  # the evaluator's defect ends it, holdout included
+            verdict.failed_stage, verdict.error = stage, result.error
+            return
         if stage is Stage.HOLDOUT:
             continue
         if not result.passed:  # gated: the first failing stage ends the evaluation

@@ -66,6 +66,7 @@ class EvalSession:
         self._case_bytes: dict[tuple, int] = {}
         self._fits: dict[Config, bool] = {}
         self.case_cache_bytes = _case_budget(self.device)
+        self.last_op_stats: dict[str, list[float]] = {}  # the last candidate's child requests (benchmarks)
         self.baselines: dict[tuple, Any] = {}
         self.ceilings = None
         self._count = 0
@@ -133,14 +134,35 @@ class EvalSession:
                 add_precision_probes(case)
             return case
         transform = _variant_transform(variant, seed) if variant else None
-        case = build_case(self.problem(config), dtype, seed, self.device, backward=backward, transform=transform,
-                          precision_probe=probe)
+        try:
+            case = build_case(self.problem(config), dtype, seed, self.device, backward=backward,
+                              transform=transform, precision_probe=probe)
+        except torch.OutOfMemoryError:
+            # Other sessions or processes hold the device: keep nothing and build again.
+            self._evict(keep=0)
+            case = build_case(self.problem(config), dtype, seed, self.device, backward=backward,
+                              transform=transform, precision_probe=probe)
+        case.variant = variant
         self._cases[key] = case
         self._case_bytes[key] = case_nbytes(case)
-        while sum(self._case_bytes.values()) > self.case_cache_bytes and len(self._cases) > 1:
+        self._evict(keep=1)
+        return case
+
+    def _evict(self, keep: int) -> None:
+        """Drop least-recently-used cases beyond the budget, or while the device runs short of free
+        memory (other sessions, the candidate child), keeping the ``keep`` newest."""
+        while len(self._cases) > keep and (sum(self._case_bytes.values()) > self.case_cache_bytes
+                                           or self._device_short()):
             oldest = next(iter(self._cases))
             del self._cases[oldest], self._case_bytes[oldest]
-        return case
+            if self.device == "cuda":
+                torch.cuda.empty_cache()  # give the memory back: the candidate child needs it
+
+    def _device_short(self) -> bool:
+        if self.device != "cuda":
+            return False
+        free, total = torch.cuda.mem_get_info()
+        return free < FREE_RESERVE * total
 
     def ceilings_for(self):
         """Device ceilings (measured once per device and versions, then read from the cache)."""
@@ -176,6 +198,9 @@ class EvalSession:
         verdict = run_pipeline(self, Path(candidate))
         verdict.elapsed_s = time.perf_counter() - started
         return verdict
+
+
+FREE_RESERVE = 0.2  # cases are dropped while less than this fraction of the GPU's memory is free
 
 
 def _case_budget(device: str) -> int:

@@ -65,6 +65,9 @@ class CandidateProcess:
         self.channel = Channel(judge_end)
         self.dead: str | None = None
         self.compile_seconds = 0.0  # JIT compile time the child reported, summed over requests
+        # op -> [requests, seconds the judge waited, seconds the child spent in the op]: where an
+        # evaluation's time goes (the difference is transport: pickling and CUDA IPC mapping).
+        self.op_stats: dict[str, list[float]] = {}
         hello = self._receive(start_timeout)
         if not hello.get("ok"):
             self.kill()
@@ -74,11 +77,17 @@ class CandidateProcess:
         """Send one request; return its value, raise CandidateError or ChildFailure."""
         if self.dead:
             raise ChildFailure("died", self.dead)
+        started = time.perf_counter()
         try:
             self.channel.send({"op": op, **kwargs})
         except ChannelClosed:
             raise self._failure("died") from None
         reply = self._receive(timeout)
+        stats = self.op_stats.setdefault(op, [0, 0.0, 0.0])
+        stats[0] += 1
+        stats[1] += time.perf_counter() - started
+        if isinstance(reply, dict) and isinstance(reply.get("seconds"), float):
+            stats[2] += reply["seconds"]
         if not isinstance(reply, dict) or "ok" not in reply:
             self.kill()
             raise ChildFailure("protocol", "the candidate process answered out of protocol")
