@@ -88,6 +88,10 @@ class Harness:
         """Call the model once per entry; each entry: inputs, and for backward grad_outputs + wrt."""
         model = self.models[key]
         self.keep = []
+        if self.device == "cuda":
+            # Outputs the judge has finished reading wait in torch's IPC limbo until collected; until
+            # then their blocks cannot be reused and each call allocates anew.
+            torch.cuda.ipc_collect()
         results = []
         oplog = OpLog(self.launches) if self.device == "cpu" else None
         profiler = _start_profiler() if profile and self.device == "cuda" else None

@@ -173,6 +173,7 @@ def _timed_loop(launch: Callable[[int], Any], calls_per_sample: int, method: str
     events = [tuple(torch.cuda.Event(enable_timing=True) for _ in range(5)) for _ in range(size)]
     samples: list[float] = []
     flushes: list[float] = []
+    last: tuple[int, Any] | None = None
     wall_s = spacer_s = hook_s = 0.0
     j = 0
     begin = _perf_counter()
@@ -195,6 +196,7 @@ def _timed_loop(launch: Callable[[int], Any], calls_per_sample: int, method: str
                 host_us = (_perf_counter() - t_iter) * 1e6
                 after(j, out)
                 done.record(stream)
+                last = (j, out)
             del out
             j += 1
         if after is None:
@@ -212,10 +214,29 @@ def _timed_loop(launch: Callable[[int], Any], calls_per_sample: int, method: str
         reason = should_stop(samples, plan, _perf_counter() - begin)
         if reason:
             break
+    hook_idle_us = _hook_idle_us(after, last, device) if after is not None else 0.0
     log.debug("%s: %d samples of %d calls, stop=%s, wall %.3fs (spacer %.3fs, hook %.3fs)", method,
               len(samples), calls_per_sample, reason, wall_s, spacer_s, hook_s)
     return EventTimes(tuple(samples), method, wall_s, float(np.median(flushes)) if flushes else 0.0,
-                      calls_per_sample, reason, spacer_s, hook_s)
+                      calls_per_sample, reason, spacer_s, hook_s, hook_idle_us)
+
+
+_HOOK_PROBES = 3
+
+
+def _hook_idle_us(after: After, last: tuple[int, Any] | None, device) -> float:
+    """Host µs of the hook on the last timed call's outputs with nothing else queued.
+
+    The judge compares the events with the host time per call; the hook's own host work (a
+    fingerprint is several small ops and a read back) is not call time and is taken out."""
+    if last is None:
+        return 0.0
+    _synchronize(device)
+    started = _perf_counter()
+    for _ in range(_HOOK_PROBES):
+        after(*last)
+    _synchronize(device)
+    return (_perf_counter() - started) * 1e6 / _HOOK_PROBES
 
 
 def time_calls(call: Callable[[int], Any], n_sets: int, plan: TimingPlan, *,

@@ -125,6 +125,7 @@ class EventTimes:
     stop_reason: str  # "ci" | "max_samples" | "budget"
     spacer_s: float = 0.0
     hook_s: float = 0.0
+    hook_idle_us: float = 0.0  # host µs of one ``after`` hook on an idle device (it synchronises)
 
     @property
     def calls(self) -> int:
@@ -136,7 +137,9 @@ class EventTimes:
         if not self.samples_us:
             return math.nan
         busy_s = self.wall_s - self.spacer_s - self.hook_s
-        return busy_s * 1e6 / self.calls - self.flush_us / self.calls_per_sample
+        # The hook's host work (small torch ops and a synchronising read) is not in its device time.
+        hook_host_us = max(0.0, self.hook_idle_us - self.hook_s * 1e6 / self.calls)
+        return busy_s * 1e6 / self.calls - self.flush_us / self.calls_per_sample - hook_host_us
 
     def summary(self, *, seed: int = 0) -> SampleStats:
         return summarize(self.samples_us, seed=seed)
@@ -155,7 +158,8 @@ class EventTimes:
         samples = tuple(float(x) for x in d["samples_us"])
         if not samples or not all(math.isfinite(x) and x >= 0 for x in samples):
             raise ValueError("timing samples must be a non-empty list of finite non-negative numbers")
-        numbers = {k: float(d.get(k, 0.0)) for k in ("wall_s", "flush_us", "spacer_s", "hook_s")}
+        numbers = {k: float(d.get(k, 0.0)) for k in ("wall_s", "flush_us", "spacer_s", "hook_s",
+                                                        "hook_idle_us")}
         if not all(math.isfinite(v) and v >= 0 for v in numbers.values()):
             raise ValueError("timing totals must be finite non-negative numbers")
         per_sample = int(d["calls_per_sample"])
