@@ -32,7 +32,8 @@ log = logging.getLogger(__name__)
 # Variables a child may see. Everything else (API keys, tokens, seeds, proxies) is dropped.
 _ENV_KEEP = ("PATH", "LANG", "LC_ALL", "CUDA_VISIBLE_DEVICES", "CUDA_HOME", "CUDA_PATH", "LD_LIBRARY_PATH",
              "TRITON_PTXAS_PATH", "CC", "CXX", "NCCL_NVLS_ENABLE", "TORCH_SYMM_MEM_DISABLE_MULTICAST",
-             "NVSHMEM_DISABLE_NVLS", "TORCH_CUDA_ARCH_LIST")
+             "NVSHMEM_DISABLE_NVLS", "TORCH_CUDA_ARCH_LIST",
+             "KERNELLAB_PROFILE_CHILD")  # a folder: children write a cProfile table of their requests there
 
 
 def versions() -> dict[str, str]:

@@ -279,6 +279,41 @@ def _describe(exc: BaseException) -> str:
     return text[0][:500] if text else type(exc).__name__
 
 
+class _RequestProfiler:
+    """cProfile over the child's requests when a folder is named (benchmarks: where a child's time goes)."""
+
+    def __init__(self, folder: str | None) -> None:
+        self.folder = folder
+        self.profile = None
+        if folder:
+            import cProfile
+
+            self.profile = cProfile.Profile()
+
+    def __enter__(self):
+        if self.profile is not None:
+            self.profile.enable()
+        return self
+
+    def __exit__(self, *exc):
+        if self.profile is not None:
+            self.profile.disable()
+        return False
+
+    def write(self) -> None:
+        if self.profile is None:
+            return
+        import io
+        import pstats
+
+        text = io.StringIO()
+        stats = pstats.Stats(self.profile, stream=text)
+        stats.sort_stats("cumulative").print_stats(50)
+        stats.sort_stats("tottime").print_stats(25)
+        with open(os.path.join(self.folder, f"child-{os.getpid()}.txt"), "w") as f:
+            f.write(text.getvalue())
+
+
 def main(fd: int, spec: dict[str, Any]) -> int:
     log_fd = os.open(spec["log_path"], os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
     os.dup2(log_fd, 1)
@@ -297,6 +332,7 @@ def main(fd: int, spec: dict[str, Any]) -> int:
         channel.send({"ok": False, "error": _describe(exc), "harness": True})
         return 1
     channel.send({"ok": True, "pid": os.getpid()})
+    profiler = _RequestProfiler(spec["env"].get("KERNELLAB_PROFILE_CHILD"))
     while True:
         try:
             request = channel.recv()
@@ -307,12 +343,14 @@ def main(fd: int, spec: dict[str, Any]) -> int:
             continue
         op = request.pop("op")
         if op == "exit":
+            profiler.write()
             channel.send({"ok": True})
             return 0
         started = _perf_counter()
         compiled_before = harness.compile_clock.seconds
         try:
-            value = getattr(harness, f"op_{op}")(**request)
+            with profiler:
+                value = getattr(harness, f"op_{op}")(**request)
             reply = {"ok": True, "value": value}
         except BaseException as exc:  # noqa: BLE001 - candidate code may raise anything
             traceback.print_exc()
