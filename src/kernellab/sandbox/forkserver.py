@@ -27,6 +27,12 @@ from typing import Any
 log = logging.getLogger(__name__)
 
 _PRELOAD = ("torch", "triton", "triton.language", "numpy")
+# Imported when present, for children that would otherwise import them on their first profiled call
+# or first Triton launch (about 2 s per candidate on an H100, measured with KERNELLAB_PROFILE_CHILD).
+# None of them initialises CUDA, which must not happen before a fork.
+_PRELOAD_OPTIONAL = ("torch.profiler", "torch._dynamo", "torch._higher_order_ops.triton_kernel_wrap",
+                     "triton.compiler.compiler", "triton.runtime.build", "triton.backends.nvidia.compiler",
+                     "triton.backends.nvidia.driver")
 
 
 class ForkServerError(RuntimeError):
@@ -147,6 +153,11 @@ def _kill_orphans(spawned: set[int]) -> None:
 def _serve(fd: int) -> None:
     for name in _PRELOAD:
         __import__(name)
+    for name in _PRELOAD_OPTIONAL:
+        try:
+            __import__(name)
+        except Exception:  # noqa: BLE001 - an optional warm-up; the child imports what it needs itself
+            pass
     import kernellab.sandbox.child  # noqa: F401  (imported before forking: children start warm)
 
     sock = socket.socket(fileno=fd)
