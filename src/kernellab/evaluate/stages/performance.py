@@ -33,11 +33,13 @@ WALL_SLACK_S = 0.05
 FINGERPRINT_RTOL = 1e-5
 # A reported median below this fraction of the per-call host time of the timed loop (flushes,
 # spacers and fingerprinting removed), less a launch allowance, means the events miss the work.
-# Measured on an H100: honest kernels sit within median + 40 µs of the host time without the output
-# fingerprints; with them, a 17 µs RMSNorm took 261 µs per call on the host, most of it the hook's
-# host work, which is measured on an idle device and taken out (``EventTimes.wall_per_call_us``).
+# The hook's host work (output fingerprints) is measured on an idle device and taken out
+# (``EventTimes.wall_per_call_us``); what is left is the call's own host time. Measured on an H100:
+# an honest RMSNorm of 17 µs on the device still took 147 µs per call on the host (its Python
+# forward, allocation and launch), so host time up to this allowance is not evidence of anything;
+# hidden work above it is.
 EVENT_WALL_RATIO = 0.5
-LAUNCH_OVERHEAD_US = 100.0
+LAUNCH_OVERHEAD_US = 250.0
 
 
 def timing(ctx) -> StageResult:
