@@ -247,7 +247,9 @@ def time_calls(call: Callable[[int], Any], n_sets: int, plan: TimingPlan, *,
     it made current. The L2 flush, when planned, runs before each call's start event.
     ``after(i, outputs)``, if given, is called after every timed call (not the warm-up ones) with its
     set index and what it returned, outside the timed events: the child fingerprints the outputs of
-    timed calls there, so a call that behaves differently when timed is caught.
+    timed calls there, so a call that behaves differently when timed is caught. It is then called
+    ``_HOOK_PROBES`` more times on the last call's outputs with the device idle, to measure its own
+    host cost (``EventTimes.hook_idle_us``).
     """
     if n_sets < 1:
         raise ValueError("n_sets must be at least 1")
