@@ -55,6 +55,19 @@ def test_values_at_indices_accepts_ties_and_rejects_wrong_picks():
     assert not compare_output(torch.tensor([9]), ref, spec, 1e-6, inputs={"x": x}).passed  # out of range
 
 
+def test_values_at_indices_through_softmax_sees_ties_the_logits_do_not():
+    # an MoE router at large logits: every expert but the first has float32 probability 0
+    logits = torch.tensor([[1e4, -1e4, -2e4, 5e3]])
+    ref = torch.tensor([[0, 1]])  # the reference's tie-break among the zero-probability experts
+    plain = OutputSpec(Comparator.VALUES_AT_INDICES, of="logits", dim=-1)
+    through = OutputSpec(Comparator.VALUES_AT_INDICES, of="logits", dim=-1, through="softmax")
+    other_tie = torch.tensor([[0, 2]])
+    assert not compare_output(other_tie, ref, plain, 1e-6, inputs={"logits": logits}).passed
+    assert compare_output(other_tie, ref, through, 1e-6, inputs={"logits": logits}).passed
+    # a pick that is not a tie is still wrong: expert 3 is not the top-1
+    assert not compare_output(torch.tensor([[3, 1]]), ref, through, 1e-6, inputs={"logits": logits}).passed
+
+
 def test_adversarial_inputs_scale_the_floor_too():
     assert tolerance_for(torch.float32, 0.0, 8, adversarial=True) == 8 * FLOORS[torch.float32]
     assert tolerance_for(torch.float32, 1e-3, 8, adversarial=True) == 8e-3

@@ -77,6 +77,8 @@ def test_folder_task_loads_with_every_visibility(tmp_path):
     ("dtypes = ['float8']", "unknown dtype"),
     ("outputs = [{ compare = 'fuzzy' }]", "compare"),
     ("outputs = [{ compare = 'values_at_indices' }]", "needs `of`"),
+    ("outputs = [{ compare = 'allclose', through = 'softmax' }]", "through must be one of"),
+    ("outputs = [{ compare = 'values_at_indices', of = 'x', through = 'exp' }]", "through must be one of"),
     ("holdout = [{ K = 3 }]", "'K'"),
 ])
 def test_malformed_toml_is_one_clear_line(tmp_path, line, message):

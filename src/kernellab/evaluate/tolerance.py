@@ -104,6 +104,8 @@ def _compare_values_at_indices(out: torch.Tensor, ref: torch.Tensor, spec: Outpu
         return Comparison(False, None, None, tolerance, "index output is not an integer tensor")
     src = source.detach().to(torch.float64).to(out.device)
     dim = spec.dim
+    if spec.through == "softmax":
+        src = torch.softmax(src.to(torch.float32), dim=dim).to(torch.float64)
     n = src.shape[dim]
     if bool(((out < 0) | (out >= n)).any()):
         return Comparison(False, None, None, tolerance, "index out of range")

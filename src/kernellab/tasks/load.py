@@ -14,6 +14,7 @@ from typing import Any
 
 from kernellab.tasks.model import (
     DTYPES,
+    THROUGH_MAPS,
     Comparator,
     Config,
     InputDomain,
@@ -50,7 +51,7 @@ _TOML_KEYS: dict[str, tuple[type | tuple[type, ...], bool]] = {
     "holdout": (list, False),
     "small": (list, False),
 }
-_OUTPUT_KEYS = {"compare", "ulp", "of", "dim"}
+_OUTPUT_KEYS = {"compare", "ulp", "of", "dim", "through"}
 _CONFIG_LISTS = {"configs": Visibility.SEEN, "edge": Visibility.EDGE, "holdout": Visibility.HOLDOUT,
                  "small": Visibility.SMALL}
 
@@ -245,7 +246,12 @@ def _parse_outputs(items: list[Any], where: str) -> tuple[OutputSpec, ...]:
         for key in ("ulp", "dim"):
             if key in item and (not isinstance(item[key], int) or isinstance(item[key], bool)):
                 raise TaskError(f"{where}: outputs[{i}].{key} must be an integer")
-        specs.append(OutputSpec(compare=compare, ulp=item.get("ulp", 0), of=item.get("of"), dim=item.get("dim", -1)))
+        through = item.get("through")
+        if through is not None and (compare is not Comparator.VALUES_AT_INDICES or through not in THROUGH_MAPS):
+            raise TaskError(f"{where}: outputs[{i}].through must be one of {sorted(THROUGH_MAPS)}, with "
+                            f"compare = \"values_at_indices\"")
+        specs.append(OutputSpec(compare=compare, ulp=item.get("ulp", 0), of=item.get("of"), dim=item.get("dim", -1),
+                                through=through))
     return tuple(specs) or (OutputSpec(),)
 
 

@@ -48,6 +48,7 @@ class InputDomain(str, enum.Enum):
 
 
 DTYPES = ("float32", "bfloat16", "float16", "float64")
+THROUGH_MAPS = ("softmax",)  # softmax: float32, along the comparator's dim
 
 
 @dataclass(frozen=True)
@@ -56,12 +57,16 @@ class OutputSpec:
 
     ``values_at_indices`` is for index outputs with ties (argmax, top-k): the candidate's indices are
     looked up in input ``of`` along ``dim`` and the values found are compared, not the indices.
+    ``through`` names a map applied to ``of`` first, when the op ranks a function of the input whose
+    ties the input itself does not show: an MoE router ranks float32 softmax probabilities, and
+    logits 1e4 apart are both probability 0 there, so either expert is a correct pick.
     """
 
     compare: Comparator = Comparator.ALLCLOSE
     ulp: int = 0
     of: str | None = None
     dim: int = -1
+    through: str | None = None  # one of THROUGH_MAPS
 
 
 @dataclass(frozen=True)
