@@ -11,7 +11,7 @@ import sys
 
 import typer
 
-from kernellab.cli import doctor, eval_cmd, tasks_cmd
+from kernellab.cli import agents_cmd, check_cmd, doctor, eval_cmd, report_cmd, solve_cmd, tasks_cmd
 from kernellab.cli.errors import UsageError, report_usage_error
 
 app = typer.Typer(name="kernellab", no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False,
@@ -19,6 +19,11 @@ app = typer.Typer(name="kernellab", no_args_is_help=True, add_completion=False, 
 app.command("eval")(eval_cmd.eval_command)
 app.command("doctor")(doctor.doctor_command)
 app.add_typer(tasks_cmd.app, name="tasks")
+app.command("check")(check_cmd.check_command)
+app.add_typer(agents_cmd.app, name="agents")
+app.command("report")(report_cmd.report_command)
+app.command("leaderboard")(report_cmd.leaderboard_command)
+app.command("solve")(solve_cmd.solve_command)
 
 
 def main() -> None:

@@ -1,0 +1,290 @@
+"""Tiled matmul with a fused elementwise epilogue: ``A @ B`` with either operand transposed (``A @ B.t()``,
+``A.t() @ B``, ``X.t() @ X``), ``torch.addmm``, ``nn.Linear`` (any leading dimensions), followed by any
+elementwise chain of the result, per-column parameters, same-shape inputs and scalars
+(``relu(linear(x))``, ``residual + gamma * proj(x)``, ``cap * tanh(lm_head(x) / cap)``). Forward only.
+
+Budget per call, C = A (M x K) @ B (K x N), ``e`` epilogue tensors of M x N, ``f`` epilogue FLOPs per
+output:
+  2·M·N·K + f·M·N FLOPs. A BLOCK_M x BLOCK_N tile reads BLOCK_M·K + K·BLOCK_N elements, so DRAM
+  traffic is about (M·K·N/BLOCK_N + K·N·M/BLOCK_M)·elem before L2 reuse (GROUP_M tiles share an
+  A panel in L2), plus (1 + e)·M·N·elem for the output and the epilogue's inputs.
+  Split-K (few output tiles, long K): S programs per tile each take K/S and write fp32 partials
+  (4·S·M·N bytes written and read back), a second kernel sums them in a fixed order and applies the
+  epilogue: deterministic, no atomics.
+Tiles per dtype: 16-bit inputs use BLOCK_* / NUM_WARPS / NUM_STAGES, float32 the *_F32 constants
+(IEEE float32 runs on FMA units, TF32 on tensor cores: the task's fp32_precision decides).
+"""
+
+from __future__ import annotations
+
+from kernellab.kernels.reference_model import Node, ReferenceModel
+from kernellab.kernels.template import (
+    KnobSpec,
+    Match,
+    Template,
+    assemble,
+    register_template,
+)
+from kernellab.kernels.triton_expr import (
+    TritonExpr,
+    flops_per_element,
+    helper_source,
+    is_elementwise,
+)
+from kernellab.tasks.model import Task
+
+ACC = Node("input", name="@acc")  # the matmul's result inside the epilogue tree
+
+
+def _knobs(tf32: bool) -> list[KnobSpec]:
+    f32 = (128, 128, 32, 8, 3) if tf32 else (64, 64, 32, 4, 3)
+    return [
+        KnobSpec("BLOCK_M", 128, "16..256", "output rows per tile (16-bit inputs)"),
+        KnobSpec("BLOCK_N", 128, "16..256", "output columns per tile (16-bit inputs)"),
+        KnobSpec("BLOCK_K", 64, "16..128", "K step per iteration (16-bit inputs)"),
+        KnobSpec("NUM_WARPS", 8, "2,4,8", "warps per tile (16-bit inputs)"),
+        KnobSpec("NUM_STAGES", 3, "2,3,4,5", "software-pipelining stages (16-bit inputs)"),
+        KnobSpec("BLOCK_M_F32", f32[0], "16..256", "output rows per tile (float32 inputs)"),
+        KnobSpec("BLOCK_N_F32", f32[1], "16..256", "output columns per tile (float32 inputs)"),
+        KnobSpec("BLOCK_K_F32", f32[2], "16..128", "K step per iteration (float32 inputs)"),
+        KnobSpec("NUM_WARPS_F32", f32[3], "2,4,8", "warps per tile (float32 inputs)"),
+        KnobSpec("NUM_STAGES_F32", f32[4], "2,3,4,5", "software-pipelining stages (float32 inputs)"),
+        KnobSpec("GROUP_M", 8, "1..16", "tile rows that share B panels in L2 (grouped tile order)"),
+        KnobSpec("SPLIT_K_BELOW", 128, "0..1024", "split K when the output has fewer tiles than this"),
+        KnobSpec("MAX_SPLIT_K", 16, "1..64", "most K splits per tile"),
+    ]
+
+
+def _operand(node: Node) -> tuple[str, bool] | None:
+    """(input name, transposed) of a matmul operand: ``A`` or ``A.t()``."""
+    if node.op == "input":
+        return node.name, False
+    if node.op == "t" and node.args[0].op == "input":
+        return node.args[0].name, True
+    return None
+
+
+def _replace(node: Node, target: Node, by: Node) -> Node:
+    if node == target:
+        return by
+    if not node.args and not node.kw:
+        return node
+    return Node(node.op, tuple(_replace(a, target, by) for a in node.args),
+                tuple((k, _replace(v, target, by)) for k, v in node.kw), node.name, node.value)
+
+
+@register_template("matmul")
+class MatmulTemplate(Template):
+    categories = frozenset({"matmul", "matmul_epilogue", "fusion"})
+    budget = __doc__
+
+    def match(self, task: Task, model: ReferenceModel) -> Match | None:
+        if task.backward or len(model.outputs) != 1:
+            return None
+        out = model.outputs[0]
+        products = [n for n in set(out.walk()) if n.op in ("matmul", "linear")]
+        if len(products) != 1:
+            return None
+        product = products[0]
+        if product.op == "linear":
+            x = product.args[0]
+            weight, bias = product.kwarg("weight"), product.kwarg("bias")
+            if x.op != "input" or weight is None or weight.op != "param":
+                return None
+            a, b = (x.name, False), (weight.name, True)
+            epilogue_acc = ACC if bias is None or bias.op == "const" else Node("add", (ACC, bias))
+            operands = {x.name}
+        else:
+            a, b = _operand(product.args[0]), _operand(product.args[1])
+            if a is None or b is None or any(model.input_ranks.get(n) != 2 for n in {a[0], b[0]}):
+                return None
+            epilogue_acc = ACC
+            operands = {a[0], b[0]}
+        epilogue = _replace(out, product, epilogue_acc)
+
+        def leaf_ok(leaf: Node) -> bool:
+            if leaf.op == "param":
+                param = model.params.get(leaf.name)
+                return param is not None and param.ndim == 1
+            return leaf.op == "scalar" or (leaf.op == "input" and (leaf == ACC or leaf.name not in operands))
+
+        if not is_elementwise(epilogue, leaf_ok):
+            return None
+        others = [n.name for n in epilogue.walk() if n.op == "input" and n != ACC]
+        params = [n.name for n in epilogue.walk() if n.op == "param"]
+        scalars = [n.name for n in epilogue.walk() if n.op == "scalar"]
+        spec = {"a": a, "b": b, "linear": product.op == "linear", "epilogue": epilogue,
+                "inputs": list(dict.fromkeys(others)), "params": list(dict.fromkeys(params)),
+                "scalars": list(dict.fromkeys(scalars)), "flops": flops_per_element(epilogue),
+                "tf32": task.fp32_precision == "tf32"}
+        fused = " with a fused epilogue" if epilogue != ACC else ""
+        return Match(self, task, model, spec, summary=f"tiled matmul{fused}, forward")
+
+    def knobs(self, match: Match) -> list[KnobSpec]:
+        return _knobs(match.spec["tf32"])
+
+    def presets(self, match: Match) -> list[dict[str, int]]:
+        return [{"BLOCK_M": 128, "BLOCK_N": 256, "BLOCK_K": 64, "NUM_WARPS": 8, "NUM_STAGES": 3,
+                 "BLOCK_M_F32": 128, "BLOCK_N_F32": 64, "NUM_STAGES_F32": 4},
+                {"BLOCK_M": 64, "BLOCK_N": 128, "BLOCK_K": 64, "NUM_WARPS": 4, "NUM_STAGES": 4,
+                 "BLOCK_M_F32": 32, "BLOCK_N_F32": 64}]
+
+    def render(self, match: Match, params: dict[str, int]) -> str:
+        r = _Render(match.spec)
+        helpers = r.prepare()
+        doc = f"Template `matmul` for {match.task.id}: {match.summary}.\n\n" + (__doc__ or "").split("\n\n", 1)[1]
+        return assemble(doc, match, params, helper_source(helpers) + r.kernels(), r.host(), r.forward_body())
+
+
+class _Render:
+    def __init__(self, spec: dict):
+        self.spec = spec
+        self.inputs: list[str] = spec["inputs"]
+        self.params: list[str] = spec["params"]
+        self.scalars: list[str] = spec["scalars"]
+        self._epilogue_code = ""
+        self._result = ""
+
+    def prepare(self) -> set[str]:
+        expr = TritonExpr(self.leaf, indent="    ", prefix="e")
+        self._result = expr.value(self.spec["epilogue"])
+        self._epilogue_code = expr.code()
+        return expr.helpers
+
+    @staticmethod
+    def leaf(node: Node) -> str:
+        if node == ACC:
+            return "acc"
+        return {"input": "in_", "param": "p_", "scalar": "s_"}[node.op] + node.name.replace(".", "_")
+
+    def epi_ptrs(self) -> str:
+        names = [f"in_{n}_ptr" for n in self.inputs] + [f"p_{n.replace('.', '_')}_ptr" for n in self.params]
+        return "".join(f", {n}" for n in names)
+
+    def epi_scalars(self) -> str:
+        return "".join(f", s_{s}" for s in self.scalars)
+
+    def epilogue(self) -> str:
+        loads = [f"    in_{n} = tl.load(in_{n}_ptr + offs, mask=cmask, other=0.0).to(tl.float32)" for n in self.inputs]
+        loads += [f"    p_{n.replace('.', '_')} = tl.load(p_{n.replace('.', '_')}_ptr + rn, mask=rn < N, "
+                  f"other=0.0).to(tl.float32)[None, :]" for n in self.params]
+        body = "\n".join(loads + ([self._epilogue_code] if self._epilogue_code.strip() else []))
+        return f'''    offs = rm.to(tl.int64)[:, None] * N + rn[None, :]
+{body}
+    tl.store(c_ptr + offs, ({self._result}).to(c_ptr.dtype.element_ty), mask=cmask)
+'''
+
+    def kernels(self) -> str:
+        return f'''
+@triton.jit
+def _matmul_kernel(a_ptr, b_ptr, c_ptr, part_ptr{self.epi_ptrs()}, M, N, K, stride_am, stride_ak, stride_bk,
+                   stride_bn, k_per_split{self.epi_scalars()}, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+                   BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr, SPLIT: tl.constexpr, PRECISION: tl.constexpr):
+    # one BLOCK_M x BLOCK_N output tile over K (or over one K split): 2 * BLOCK_M * BLOCK_N * K FLOPs,
+    # reads BLOCK_M * K of A and K * BLOCK_N of B; tiles go in GROUP_M-row groups for L2 reuse
+    pid = tl.program_id(0)
+    split = tl.program_id(1)
+    num_pid_m = tl.cdiv(M, BLOCK_M)
+    num_pid_n = tl.cdiv(N, BLOCK_N)
+    width = GROUP_M * num_pid_n
+    first_m = (pid // width) * GROUP_M
+    size_m = tl.minimum(num_pid_m - first_m, GROUP_M)
+    pid_m = first_m + (pid % width) % size_m
+    pid_n = (pid % width) // size_m
+    rm = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    rn = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+    rk = tl.arange(0, BLOCK_K)
+    k_start = split * k_per_split
+    k_end = tl.minimum(k_start + k_per_split, K)
+    a_ptrs = a_ptr + rm.to(tl.int64)[:, None] * stride_am + (k_start + rk).to(tl.int64)[None, :] * stride_ak
+    b_ptrs = b_ptr + (k_start + rk).to(tl.int64)[:, None] * stride_bk + rn.to(tl.int64)[None, :] * stride_bn
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    for k0 in range(k_start, k_end, BLOCK_K):
+        kmask = k0 + rk < k_end
+        a = tl.load(a_ptrs, mask=(rm[:, None] < M) & kmask[None, :], other=0.0)
+        b = tl.load(b_ptrs, mask=kmask[:, None] & (rn[None, :] < N), other=0.0)
+        acc = tl.dot(a, b, acc=acc, input_precision=PRECISION)
+        a_ptrs += BLOCK_K * stride_ak
+        b_ptrs += BLOCK_K * stride_bk
+    cmask = (rm[:, None] < M) & (rn[None, :] < N)
+    if SPLIT:
+        part = part_ptr + tl.cast(split, tl.int64) * M * N + rm.to(tl.int64)[:, None] * N + rn[None, :]
+        tl.store(part, acc, mask=cmask)
+    else:
+{self._indent(self.epilogue())}
+
+@triton.jit
+def _split_k_sum_kernel(part_ptr, c_ptr{self.epi_ptrs()}, M, N, n_splits{self.epi_scalars()}, BLOCK_M: tl.constexpr,
+                        BLOCK_N: tl.constexpr):
+    # sums the fp32 K-split partials of one tile in a fixed order (reads 4 * S * tile bytes), then the epilogue
+    rm = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
+    rn = tl.program_id(1) * BLOCK_N + tl.arange(0, BLOCK_N)
+    cmask = (rm[:, None] < M) & (rn[None, :] < N)
+    tile = rm.to(tl.int64)[:, None] * N + rn[None, :]
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    for s in range(0, n_splits):
+        acc += tl.load(part_ptr + tl.cast(s, tl.int64) * M * N + tile, mask=cmask, other=0.0)
+{self.epilogue()}'''
+
+    @staticmethod
+    def _indent(text: str) -> str:
+        return "\n".join(("    " + line) if line.strip() else line for line in text.rstrip("\n").split("\n"))
+
+    def host(self) -> str:
+        tf32 = self.spec["tf32"]
+        tensors = [f"e_{n}" for n in self.inputs] + [f"e_{n.replace('.', '_')}" for n in self.params]
+        epi = "".join(f", {t}" for t in tensors)
+        sargs = "".join(f", s_{s}" for s in self.scalars)
+        prep = "".join(f"    e_{n} = e_{n}.reshape(M, N).contiguous()\n" for n in self.inputs)
+        dtype = "torch.promote_types(a.dtype, b.dtype)"
+        for t in tensors:
+            dtype = f"torch.promote_types({dtype}, {t}.dtype)"
+        return f'''
+def _tiles(a, M, N, K):
+    """Tile sizes, warps and stages for this dtype and shape (small dimensions shrink their tile)."""
+    if a.dtype == torch.float32:
+        bm, bn, bk, warps, stages = BLOCK_M_F32, BLOCK_N_F32, BLOCK_K_F32, NUM_WARPS_F32, NUM_STAGES_F32
+    else:
+        bm, bn, bk, warps, stages = BLOCK_M, BLOCK_N, BLOCK_K, NUM_WARPS, NUM_STAGES
+    bm = max(16, min(bm, triton.next_power_of_2(M)))
+    bn = max(16, min(bn, triton.next_power_of_2(N)))
+    bk = max(16, min(bk, triton.next_power_of_2(max(K, 1))))
+    return bm, bn, bk, warps, stages
+
+
+def _matmul(a, b{epi}{sargs}):
+    """a (M x K) @ b (K x N), any strides, then the epilogue; fp32 accumulation."""
+    M, K = a.shape
+    N = b.shape[1]
+{prep}    c = torch.empty((M, N), dtype={dtype}, device=a.device)
+    if M == 0 or N == 0:
+        return c
+    precision = "{'tf32' if tf32 else 'ieee'}" if a.dtype == torch.float32 else "tf32"
+    bm, bn, bk, warps, stages = _tiles(a, M, N, K)
+    tiles = triton.cdiv(M, bm) * triton.cdiv(N, bn)
+    splits = 1
+    if tiles < SPLIT_K_BELOW and K > 4 * bk:
+        splits = max(1, min(MAX_SPLIT_K, SPLIT_K_BELOW // tiles, triton.cdiv(K, 4 * bk)))
+    k_per_split = triton.cdiv(triton.cdiv(max(K, 1), splits), bk) * bk
+    splits = triton.cdiv(max(K, 1), k_per_split)
+    part = torch.empty((splits, M, N) if splits > 1 else (1,), dtype=torch.float32, device=a.device)
+    _matmul_kernel[(tiles, splits)](a, b, c, part{epi}, M, N, K, a.stride(0), a.stride(1), b.stride(0), b.stride(1),
+                                    k_per_split{sargs}, BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, GROUP_M=GROUP_M,
+                                    SPLIT=splits > 1, PRECISION=precision, num_warps=warps, num_stages=stages)
+    if splits > 1:
+        _split_k_sum_kernel[(triton.cdiv(M, 64), triton.cdiv(N, 64))](part, c{epi}, M, N, splits{sargs},
+                                                                      BLOCK_M=64, BLOCK_N=64, num_warps=4)
+    return c
+'''
+
+    def forward_body(self) -> str:
+        (a, ta), (b, tb) = self.spec["a"], self.spec["b"]
+        epi = "".join(f", {n}" for n in self.inputs) + "".join(f", self.{n}" for n in self.params)
+        sargs = "".join(f", float(self.{s})" for s in self.scalars)
+        if self.spec["linear"]:
+            return (f"rows = {a}.reshape(-1, {a}.shape[-1])\n"
+                    f"out = _matmul(rows, self.{b}.t(){epi}{sargs})\n"
+                    f"return out.view(*{a}.shape[:-1], out.shape[-1])")
+        left = f"{a}.t()" if ta else a
+        right = f"{b}.t()" if tb else b
+        return f"return _matmul({left}, {right}{epi}{sargs})"

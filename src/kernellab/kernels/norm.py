@@ -1,0 +1,369 @@
+"""RMSNorm and LayerNorm over the last dimension, forward and backward.
+
+Matches ``x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps) * weight`` (also ``(1 + weight)``,
+Gemma, or no weight) and ``F.layer_norm(x, shape, weight, bias, eps)`` (weight and bias optional).
+
+Budget per call, ``M`` rows of ``N``:
+  forward, rows up to MAX_SINGLE: reads x (M·N·elem) and the weight/bias (N·elem, cached), writes
+            y (M·N·elem) and fp32 statistics (4·M, LayerNorm 8·M); RMSNorm 4·M·N FLOPs, LayerNorm 7·M·N.
+  forward, longer rows: one program per row reads it two (RMS) or three (LayerNorm: mean, variance,
+            output) times.
+  backward: a row pass reads x and dy for the two row sums (2·M·N·elem), a second pass reads them
+            again and writes dx (3·M·N·elem) plus G·N fp32 partials of dweight/dbias, summed per
+            column by a third kernel (deterministic, no atomics). About 10·M·N FLOPs.
+"""
+
+from __future__ import annotations
+
+from kernellab.kernels.reference_model import Node, ReferenceModel
+from kernellab.kernels.rows import LOOP_KNOBS, ROWS_HOST, SINGLE_KNOBS, TILE_HOST
+from kernellab.kernels.template import (
+    COLUMN_SUM,
+    COLUMN_SUM_HOST,
+    KnobSpec,
+    Match,
+    Template,
+    assemble,
+    register_template,
+)
+from kernellab.tasks.model import Task
+
+BACKWARD_KNOBS = [
+    KnobSpec("BLOCK_N", 1024, "128..8192", "columns per program of the backward's dx pass"),
+    KnobSpec("ROW_GROUPS", 256, "16..1024", "row groups of the backward's dx pass (fp32 partials of dweight)"),
+]
+
+
+def _factors(node: Node) -> list[Node]:
+    if node.op == "mul":
+        return _factors(node.args[0]) + _factors(node.args[1])
+    return [node]
+
+
+def _is_square_of(node: Node, x: Node) -> bool:
+    return (node.op == "pow" and node.args[0] == x and node.args[1].op == "const" and node.args[1].value == 2) \
+        or (node.op == "square" and node.args[0] == x) or (node.op == "mul" and node.args == (x, x))
+
+
+def _eps(node: Node) -> Node | None:
+    return node if node.op == "scalar" or (node.op == "const" and isinstance(node.value, (int, float))) else None
+
+
+def _rms_parts(out: Node, model: ReferenceModel) -> dict | None:
+    factors = _factors(out)
+    inputs = [f for f in factors if f.op == "input"]
+    roots = [f for f in factors if f.op == "rsqrt"]
+    if len(inputs) != 1 or len(roots) != 1:
+        return None
+    x, root = inputs[0], roots[0]
+    rest = [f for f in factors if f is not x and f is not root]
+    inner = root.args[0]
+    if inner.op != "add":
+        return None
+    mean = next((a for a in inner.args if a.op == "mean"), None)
+    eps = next((_eps(a) for a in inner.args if a is not mean), None)
+    if mean is None or eps is None or not _is_square_of(mean.args[0], x) or mean.const("dim") not in (-1, (-1,)) \
+            or mean.const("keepdim") is not True:
+        return None
+    weight, plus_one = None, False
+    if len(rest) > 1:
+        return None
+    if rest:
+        w = rest[0]
+        if w.op == "add" and any(a.op == "const" and a.value == 1 for a in w.args):
+            w, plus_one = next(a for a in w.args if a.op != "const"), True
+        param = model.param(w)
+        if param is None or param.ndim != 1:
+            return None
+        weight = w.name
+    return {"kind": "rms", "x": x.name, "weight": weight, "plus_one": plus_one, "bias": None, "eps": eps}
+
+
+def _layer_parts(out: Node, model: ReferenceModel) -> dict | None:
+    if out.op != "layer_norm" or out.args[0].op != "input":
+        return None
+    names = {}
+    for key in ("weight", "bias"):
+        node = out.kwarg(key)
+        if node is None or (node.op == "const" and node.value is None):
+            names[key] = None
+            continue
+        param = model.param(node)
+        if param is None or param.ndim != 1:
+            return None
+        names[key] = node.name
+    eps = out.kwarg("eps")
+    eps = Node("const", value=1e-5) if eps is None else _eps(eps)
+    if eps is None:
+        return None
+    return {"kind": "layer", "x": out.args[0].name, "weight": names["weight"], "plus_one": False,
+            "bias": names["bias"], "eps": eps}
+
+
+@register_template("norm")
+class NormTemplate(Template):
+    categories = frozenset({"normalization", "fusion"})
+    budget = __doc__
+
+    def match(self, task: Task, model: ReferenceModel) -> Match | None:
+        if len(model.outputs) != 1:
+            return None
+        out = model.outputs[0]
+        parts = _layer_parts(out, model) if out.op == "layer_norm" else _rms_parts(out, model)
+        if parts is None:
+            return None
+        parts["backward"] = task.backward
+        if task.backward and parts["x"] not in task.grad_inputs:
+            return None
+        name = "RMSNorm" if parts["kind"] == "rms" else "LayerNorm"
+        return Match(self, task, model, parts,
+                     summary=f"{name} over the last dimension, {'forward + backward' if task.backward else 'forward'}")
+
+    def knobs(self, match: Match) -> list[KnobSpec]:
+        return SINGLE_KNOBS + LOOP_KNOBS + (BACKWARD_KNOBS if match.spec["backward"] else [])
+
+    def presets(self, match: Match) -> list[dict[str, int]]:
+        return [{"ELEMS_PER_WARP": 256}, {"ELEMS_PER_WARP": 1024, "TILE": 8192}]
+
+    def render(self, match: Match, params: dict[str, int]) -> str:
+        r = _Render(match.spec)
+        kernels = r.tile_forward() + r.loop_forward()
+        host = ROWS_HOST + TILE_HOST + r.forward_host()
+        if r.backward:
+            kernels += r.row_sums() + r.dx_kernel() + (COLUMN_SUM if r.w or r.b else "")
+            host += r.backward_host() + (COLUMN_SUM_HOST if r.w or r.b else "")
+        doc = f"Template `norm` for {match.task.id}: {match.summary}.\n\n" + (__doc__ or "").split("\n\n", 2)[2]
+        return assemble(doc, match, params, kernels, host, r.forward_body())
+
+
+class _Render:
+    def __init__(self, spec: dict):
+        self.layer = spec["kind"] == "layer"
+        self.x: str = spec["x"]
+        self.w: str | None = spec["weight"]
+        self.b: str | None = spec["bias"]
+        self.plus_one: bool = spec["plus_one"]
+        self.eps: Node = spec["eps"]
+        self.backward: bool = spec["backward"]
+
+    def weight(self, indent: str, cols: str, mask: str, bias: bool = True) -> str:
+        lines = ""
+        if self.w:
+            one = " + 1.0" if self.plus_one else ""
+            lines += f"{indent}w = tl.load(w_ptr + {cols}, mask={mask}, other=0.0).to(tl.float32){one}\n"
+        if self.b and bias:
+            lines += f"{indent}b = tl.load(b_ptr + {cols}, mask={mask}, other=0.0).to(tl.float32)\n"
+        return lines
+
+    def affine(self, xhat: str, w: str, b: str) -> str:
+        return xhat + (f" * {w}" if self.w else "") + (f" + {b}" if self.b else "")
+
+    # ------------------------------------------------------------------------------------ forward
+
+    def tile_forward(self) -> str:
+        if self.layer:
+            # Statistics of x - (the row's first element): a constant row gives exactly zero, as it must.
+            stats = '''    pivot = tl.load(x_ptr + rows.to(tl.int64) * n_cols, mask=rmask, other=0.0).to(tl.float32)
+    d = tl.where(mask, x - pivot[:, None], 0.0)
+    mean_d = tl.sum(d, axis=1) / n_cols
+    xc = tl.where(mask, d - mean_d[:, None], 0.0)
+    rstd = 1.0 / tl.sqrt(tl.sum(xc * xc, axis=1) / n_cols + eps)
+    tl.store(mean_ptr + rows, pivot + mean_d, mask=rmask)
+'''
+        else:
+            stats = '''    xc = x
+    rstd = 1.0 / tl.sqrt(tl.sum(x * x, axis=1) / n_cols + eps)
+'''
+        return f'''
+@triton.jit
+def _tile_forward_kernel(x_ptr, w_ptr, b_ptr, y_ptr, mean_ptr, rstd_ptr, n_rows, n_cols, eps, BLOCK_R: tl.constexpr,
+                         BLOCK_C: tl.constexpr):
+    # whole rows in registers: reads x once, writes y and fp32 row statistics once
+    rows = tl.program_id(0) * BLOCK_R + tl.arange(0, BLOCK_R)
+    cols = tl.arange(0, BLOCK_C)
+    rmask = rows < n_rows
+    cmask = cols < n_cols
+    mask = rmask[:, None] & cmask[None, :]
+    offs = rows.to(tl.int64)[:, None] * n_cols + cols[None, :]
+    x = tl.load(x_ptr + offs, mask=mask, other=0.0).to(tl.float32)
+{stats}    tl.store(rstd_ptr + rows, rstd, mask=rmask)
+{self.weight("    ", "cols", "cmask")}    y = {self.affine("xc * rstd[:, None]", "w[None, :]", "b[None, :]")}
+    tl.store(y_ptr + offs, y.to(y_ptr.dtype.element_ty), mask=mask)
+'''
+
+    def loop_forward(self) -> str:
+        load = "        x = tl.load(x_ptr + base + cols, mask=mask, other=0.0).to(tl.float32)\n"
+        loop = '''    for c0 in range(0, n_cols, BLOCK_C):
+        cols = c0 + tl.arange(0, BLOCK_C)
+        mask = cols < n_cols
+'''
+        if self.layer:
+            stats = f'''    pivot = tl.load(x_ptr + base).to(tl.float32)
+    acc = tl.zeros([BLOCK_C], dtype=tl.float32)
+{loop}{load}        acc += tl.where(mask, x - pivot, 0.0)
+    mean_d = tl.sum(acc, axis=0) / n_cols
+    acc = tl.zeros([BLOCK_C], dtype=tl.float32)
+{loop}{load}        acc += tl.where(mask, (x - pivot - mean_d) * (x - pivot - mean_d), 0.0)
+    rstd = 1.0 / tl.sqrt(tl.sum(acc, axis=0) / n_cols + eps)
+    tl.store(mean_ptr + row, pivot + mean_d)
+'''
+        else:
+            stats = f'''    pivot = 0.0
+    mean_d = 0.0
+    acc = tl.zeros([BLOCK_C], dtype=tl.float32)
+{loop}{load}        acc += x * x
+    rstd = 1.0 / tl.sqrt(tl.sum(acc, axis=0) / n_cols + eps)
+'''
+        return f'''
+@triton.jit
+def _loop_forward_kernel(x_ptr, w_ptr, b_ptr, y_ptr, mean_ptr, rstd_ptr, n_cols, eps, BLOCK_C: tl.constexpr):
+    # one program per row, walked in BLOCK_C-wide chunks: statistics pass(es), then the output pass
+    row = tl.program_id(0)
+    base = tl.cast(row, tl.int64) * n_cols
+{stats}    tl.store(rstd_ptr + row, rstd)
+{loop}{load}{self.weight("        ", "cols", "mask")}        y = {self.affine("(x - pivot - mean_d) * rstd", "w", "b")}
+        tl.store(y_ptr + base + cols, y.to(y_ptr.dtype.element_ty), mask=mask)
+'''
+
+    def forward_host(self) -> str:
+        w = self.w and "weight" or "x2"
+        b = self.b and "bias" or "x2"
+        return f'''
+def _norm_forward(x, weight, bias, eps):
+    x2, n_rows, n_cols = _rows(x)
+    dtype = x.dtype if weight is None else torch.promote_types(x.dtype, weight.dtype)
+    y = torch.empty(x2.shape, dtype=dtype, device=x.device)
+    mean = torch.empty(n_rows, dtype=torch.float32, device=x.device)
+    rstd = torch.empty(n_rows, dtype=torch.float32, device=x.device)
+    if n_rows and n_cols:
+        if triton.next_power_of_2(n_cols) <= MAX_SINGLE:
+            block_r, block_c, warps = _tile(n_rows, n_cols)
+            _tile_forward_kernel[(triton.cdiv(n_rows, block_r),)](x2, {w}, {b}, y, mean, rstd, n_rows, n_cols, eps, BLOCK_R=block_r, BLOCK_C=block_c, num_warps=warps)
+        else:
+            _loop_forward_kernel[(n_rows,)](x2, {w}, {b}, y, mean, rstd, n_cols, eps,
+                                            BLOCK_C=min(CHUNK, triton.next_power_of_2(n_cols)), num_warps=LOOP_WARPS)
+    return y.view(x.shape), mean, rstd
+'''
+
+    def eps_arg(self) -> str:
+        return f"float(self.{self.eps.name})" if self.eps.op == "scalar" else repr(float(self.eps.value))
+
+    def forward_body(self) -> str:
+        w = f"self.{self.w}" if self.w else "None"
+        b = f"self.{self.b}" if self.b else "None"
+        if self.backward:
+            return f"return _Norm.apply({self.x}, {w}, {b}, {self.eps_arg()})"
+        return f"return _norm_forward({self.x}, {w}, {b}, {self.eps_arg()})[0]"
+
+    # ------------------------------------------------------------------------------------ backward
+
+    def row_sums(self) -> str:
+        mean = "    mean = tl.load(mean_ptr + rows, mask=rmask, other=0.0)\n" if self.layer else ""
+        xhat = "(x - mean[:, None]) * rstd[:, None]" if self.layer else "x * rstd[:, None]"
+        wdy = "w[None, :] * dy" if self.w else "dy"
+        acc2 = "        acc2 += wdy\n" if self.layer else ""
+        store2 = "    tl.store(c2_ptr + rows, tl.sum(acc2, axis=1) / n_cols, mask=rmask)\n" if self.layer else ""
+        return f'''
+@triton.jit
+def _row_sums_kernel(dy_ptr, x_ptr, w_ptr, mean_ptr, rstd_ptr, c1_ptr, c2_ptr, n_rows, n_cols, BLOCK_R: tl.constexpr,
+                     BLOCK_C: tl.constexpr):
+    # per row: c1 = mean(xhat * w * dy) (and c2 = mean(w * dy)); reads x and dy once
+    rows = tl.program_id(0) * BLOCK_R + tl.arange(0, BLOCK_R)
+    rmask = rows < n_rows
+    base = rows.to(tl.int64)[:, None] * n_cols
+    rstd = tl.load(rstd_ptr + rows, mask=rmask, other=0.0)
+{mean}    acc1 = tl.zeros([BLOCK_R, BLOCK_C], dtype=tl.float32)
+    acc2 = tl.zeros([BLOCK_R, BLOCK_C], dtype=tl.float32)
+    for c0 in range(0, n_cols, BLOCK_C):
+        cols = c0 + tl.arange(0, BLOCK_C)
+        cmask = cols < n_cols
+        mask = rmask[:, None] & cmask[None, :]
+        x = tl.load(x_ptr + base + cols[None, :], mask=mask, other=0.0).to(tl.float32)
+        dy = tl.load(dy_ptr + base + cols[None, :], mask=mask, other=0.0).to(tl.float32)
+{self.weight("        ", "cols", "cmask", bias=False)}        wdy = {wdy}
+        acc1 += {xhat} * wdy
+{acc2}    tl.store(c1_ptr + rows, tl.sum(acc1, axis=1) / n_cols, mask=rmask)
+{store2}'''
+
+    def dx_kernel(self) -> str:
+        mean = "        mean = tl.load(mean_ptr + row)\n" if self.layer else ""
+        xhat = "(x - mean) * rstd" if self.layer else "x * rstd"
+        wdy = "w * dy" if self.w else "dy"
+        c2 = " - tl.load(c2_ptr + row)" if self.layer else ""
+        accs, adds, stores = "", "", ""
+        if self.w:
+            accs += "    acc_w = tl.zeros([BLOCK_N], dtype=tl.float32)\n"
+            adds += "        acc_w += dy * xhat\n"
+            stores += "    tl.store(dw_ptr + g * n_cols + cols, acc_w, mask=cmask)\n"
+        if self.b:
+            accs += "    acc_b = tl.zeros([BLOCK_N], dtype=tl.float32)\n"
+            adds += "        acc_b += dy\n"
+            stores += "    tl.store(db_ptr + g * n_cols + cols, acc_b, mask=cmask)\n"
+        return f'''
+@triton.jit
+def _dx_kernel(dy_ptr, x_ptr, w_ptr, mean_ptr, rstd_ptr, c1_ptr, c2_ptr, dx_ptr, dw_ptr, db_ptr, n_rows, n_cols,
+               BLOCK_N: tl.constexpr):
+    # program (g, c): rows g, g + G, ... of column block c; reads x and dy, writes dx and fp32 partials
+    g = tl.program_id(0)
+    groups = tl.num_programs(0)
+    cols = tl.program_id(1) * BLOCK_N + tl.arange(0, BLOCK_N)
+    cmask = cols < n_cols
+{self.weight("    ", "cols", "cmask", bias=False)}{accs}    for row in range(g, n_rows, groups):
+        offs = tl.cast(row, tl.int64) * n_cols + cols
+        x = tl.load(x_ptr + offs, mask=cmask, other=0.0).to(tl.float32)
+        dy = tl.load(dy_ptr + offs, mask=cmask, other=0.0).to(tl.float32)
+        rstd = tl.load(rstd_ptr + row)
+{mean}        xhat = {xhat}
+        dx = rstd * ({wdy} - xhat * tl.load(c1_ptr + row){c2})
+        tl.store(dx_ptr + offs, dx.to(dx_ptr.dtype.element_ty), mask=cmask)
+{adds}{stores}'''
+
+    def backward_host(self) -> str:
+        w = "weight" if self.w else "x2"
+        parts = ""
+        sums = ""
+        dw_part, db_part = "x2", "x2"
+        if self.w:
+            parts += "    part_w = torch.empty((groups, n_cols), dtype=torch.float32, device=x2.device)\n"
+            sums += "    dweight = _column_sum(part_w, torch.empty_like(weight))\n"
+            dw_part = "part_w"
+        if self.b:
+            parts += "    part_b = torch.empty((groups, n_cols), dtype=torch.float32, device=x2.device)\n"
+            sums += "    dbias = _column_sum(part_b, torch.empty_like(bias))\n"
+            db_part = "part_b"
+        returns = ", ".join(["dx.view(ctx.shape)", "dweight" if self.w else "None", "dbias" if self.b else "None",
+                             "None"])
+        return f'''
+def _norm_backward(dy, x2, weight, bias, mean, rstd):
+    n_rows, n_cols = x2.shape
+    dy = dy.contiguous().view(n_rows, n_cols)
+    dx = torch.empty_like(x2)
+    c1 = torch.empty(n_rows, dtype=torch.float32, device=x2.device)
+    c2 = torch.empty(n_rows, dtype=torch.float32, device=x2.device)
+    groups = min(n_rows, ROW_GROUPS)
+{parts}    if n_rows and n_cols:
+        block_c = max(16, min(CHUNK, triton.next_power_of_2(n_cols)))
+        block_r = max(1, min(TILE // block_c, triton.next_power_of_2(n_rows)))
+        _row_sums_kernel[(triton.cdiv(n_rows, block_r),)](dy, x2, {w}, mean, rstd, c1, c2, n_rows, n_cols,
+                                                          BLOCK_R=block_r, BLOCK_C=block_c, num_warps=LOOP_WARPS)
+        _dx_kernel[(groups, triton.cdiv(n_cols, BLOCK_N))](dy, x2, {w}, mean, rstd, c1, c2, dx, {dw_part}, {db_part},
+                                                           n_rows, n_cols, BLOCK_N=BLOCK_N, num_warps=LOOP_WARPS)
+    dweight = dbias = None
+{sums}    return dx, dweight, dbias
+
+
+class _Norm(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x, weight, bias, eps):
+        y, mean, rstd = _norm_forward(x, weight, bias, eps)
+        x2, _, _ = _rows(x)
+        ctx.save_for_backward(x2, weight, bias, mean, rstd)
+        ctx.shape = x.shape
+        return y
+
+    @staticmethod
+    def backward(ctx, dy):
+        x2, weight, bias, mean, rstd = ctx.saved_tensors
+        dx, dweight, dbias = _norm_backward(dy, x2, weight, bias, mean, rstd)
+        return {returns}
+'''

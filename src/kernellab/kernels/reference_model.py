@@ -1,0 +1,365 @@
+"""Reading a reference ``Model`` without running it: its ``__init__``, its parameters, and the
+expression its ``forward`` returns, as a small tree of ``Node`` records that templates match.
+
+Only straight-line forwards are read: local assignments (inlined) and one ``return`` of an expression
+or a tuple of expressions. Anything else (loops, branches, indexing) makes ``read_model`` report why,
+and no template matches that task. Casts (``.to``, ``.float()``, ``.contiguous()``) read as the
+identity: templates compute in float32 and write the output in the input's dtype, and the verifier
+checks the output's dtype.
+"""
+
+from __future__ import annotations
+
+import ast
+import textwrap
+from dataclasses import dataclass, field
+from typing import Any
+
+# Leaf kinds: a forward argument, an nn.Parameter (``name`` is ``weight`` or ``linear.weight``), an
+# attribute that is a Python number (``self.eps``), a constant, a submodule, or something opaque.
+LEAVES = frozenset({"input", "param", "scalar", "const", "opaque"})
+
+
+@dataclass(frozen=True)
+class Node:
+    op: str
+    args: tuple[Node, ...] = ()
+    kw: tuple[tuple[str, Node], ...] = ()
+    name: str = ""
+    value: Any = None
+
+    def kwarg(self, key: str) -> Node | None:
+        return dict(self.kw).get(key)
+
+    def const(self, key: str, default: Any = None) -> Any:
+        """A keyword's constant value (``default`` when absent; ``...`` when not a constant)."""
+        node = self.kwarg(key)
+        if node is None:
+            return default
+        return node.value if node.op == "const" else ...
+
+    def leaves(self) -> set[Node]:
+        found: set[Node] = set()
+        stack = [self]
+        while stack:
+            node = stack.pop()
+            if node.op in LEAVES:
+                found.add(node)
+            stack.extend(node.args)
+            stack.extend(v for _, v in node.kw)
+        return found
+
+    def walk(self):
+        yield self
+        for a in self.args:
+            yield from a.walk()
+        for _, v in self.kw:
+            yield from v.walk()
+
+
+def const(value: Any) -> Node:
+    return Node("const", value=value)
+
+
+class Unsupported(Exception):
+    """The reference uses something this reader does not model; the message says what."""
+
+
+@dataclass(frozen=True)
+class Param:
+    name: str
+    ndim: int | None  # None: not known from the source
+
+
+@dataclass(frozen=True)
+class Submodule:
+    name: str
+    kind: str  # "Linear"
+    has_bias: bool = True
+
+
+@dataclass
+class ReferenceModel:
+    init_source: str  # Model.__init__, dedented, ready to be indented into another class
+    init_args: list[str]
+    forward_args: list[str]
+    params: dict[str, Param] = field(default_factory=dict)
+    submodules: dict[str, Submodule] = field(default_factory=dict)
+    scalars: set[str] = field(default_factory=set)
+    constants: dict[str, Any] = field(default_factory=dict)  # numeric module-level constants
+    init_prelude: list[str] = field(default_factory=list)  # module-level statements __init__ needs
+    input_ranks: dict[str, int] = field(default_factory=dict)  # from get_inputs, where it says
+    outputs: tuple[Node, ...] | None = None
+    why_not: str | None = None  # why ``outputs`` is None
+
+    def param(self, node: Node) -> Param | None:
+        return self.params.get(node.name) if node.op == "param" else None
+
+
+_NAMESPACES = {"torch", "F", "torch.nn.functional", "nn.functional", "torch.special", "torch.linalg"}
+_CASTS = {"to", "float", "contiguous", "type_as", "half", "bfloat16", "double", "clone", "detach"}
+# torch / F / Tensor names -> op; the number of leading tensor operands; names of the positionals after.
+_OPS: dict[str, tuple[str, int, tuple[str, ...]]] = {
+    "relu": ("relu", 1, ()), "sigmoid": ("sigmoid", 1, ()), "tanh": ("tanh", 1, ()), "exp": ("exp", 1, ()),
+    "erf": ("erf", 1, ()), "expm1": ("expm1", 1, ()), "log1p": ("log1p", 1, ()), "log": ("log", 1, ()),
+    "rsqrt": ("rsqrt", 1, ()), "sqrt": ("sqrt", 1, ()), "square": ("square", 1, ()), "abs": ("abs", 1, ()),
+    "neg": ("neg", 1, ()), "negative": ("neg", 1, ()),
+    "clamp": ("clamp", 1, ("min", "max")), "clip": ("clamp", 1, ("min", "max")),
+    "gelu": ("gelu", 1, ("approximate",)), "silu": ("silu", 1, ()), "mish": ("mish", 1, ()),
+    "softplus": ("softplus", 1, ("beta", "threshold")), "hardswish": ("hardswish", 1, ()),
+    "elu": ("elu", 1, ("alpha",)), "leaky_relu": ("leaky_relu", 1, ("negative_slope",)),
+    "pow": ("pow", 2, ()), "add": ("add", 2, ("alpha",)), "sub": ("sub", 2, ()), "mul": ("mul", 2, ()),
+    "div": ("div", 2, ()), "maximum": ("maximum", 2, ()), "minimum": ("minimum", 2, ()),
+    "sum": ("sum", 1, ("dim", "keepdim")), "mean": ("mean", 1, ("dim", "keepdim")),
+    "amax": ("amax", 1, ("dim", "keepdim")), "amin": ("amin", 1, ("dim", "keepdim")),
+    "softmax": ("softmax", 1, ("dim",)), "log_softmax": ("log_softmax", 1, ("dim",)),
+    "logsumexp": ("logsumexp", 1, ("dim", "keepdim")),
+    "layer_norm": ("layer_norm", 1, ("normalized_shape", "weight", "bias", "eps")),
+    "matmul": ("matmul", 2, ()), "mm": ("matmul", 2, ()), "t": ("t", 1, ()),
+    "linear": ("linear", 1, ("weight", "bias")), "addmm": ("addmm", 3, ()),
+}
+_BINOPS = {ast.Add: "add", ast.Sub: "sub", ast.Mult: "mul", ast.Div: "div", ast.Pow: "pow", ast.MatMult: "matmul"}
+
+
+def read_model(source: str) -> ReferenceModel | None:
+    """The facts of ``class Model`` in a reference source; ``None`` when there is no such class."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return None
+    constants, assigned = _module_constants(tree)
+    model = next((n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "Model"), None)
+    if model is None:
+        return None
+    methods = {n.name: n for n in model.body if isinstance(n, ast.FunctionDef)}
+    init, forward = methods.get("__init__"), methods.get("forward")
+    if init is None or forward is None:
+        return None
+    segment = " " * init.col_offset + (ast.get_source_segment(source, init) or "")
+    facts = ReferenceModel(init_source=textwrap.dedent(segment),
+                           init_args=[a.arg for a in init.args.args[1:]],
+                           forward_args=[a.arg for a in forward.args.args[1:]], constants=constants)
+    _read_init(init, facts)
+    facts.init_prelude = _prelude(init, source, tree, assigned, facts.init_args)
+    facts.input_ranks = _input_ranks(tree, facts.forward_args)
+    try:
+        facts.outputs = _Reader(facts).forward(forward)
+    except Unsupported as exc:
+        facts.why_not = str(exc)
+    return facts
+
+
+def _module_constants(tree: ast.Module) -> tuple[dict[str, Any], dict[str, ast.stmt]]:
+    constants: dict[str, Any] = {}
+    assigned: dict[str, ast.stmt] = {}
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            name = node.targets[0].id
+            assigned[name] = node
+            try:
+                value = ast.literal_eval(node.value)
+            except (ValueError, SyntaxError, TypeError):
+                continue
+            if isinstance(value, (int, float)) and not isinstance(value, bool):
+                constants[name] = value
+    return constants, assigned
+
+
+def _read_init(init: ast.FunctionDef, facts: ReferenceModel) -> None:
+    for node in ast.walk(init):
+        if not (isinstance(node, ast.Assign) and len(node.targets) == 1):
+            continue
+        target = node.targets[0]
+        if not (isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) and target.value.id == "self"):
+            continue
+        name, value = target.attr, node.value
+        callee = _dotted(value.func) if isinstance(value, ast.Call) else ""
+        if callee.endswith("Parameter"):
+            facts.params[name] = Param(name, _param_rank(value))
+        elif callee.endswith("Linear") and isinstance(value, ast.Call):
+            bias = True
+            for kw in value.keywords:
+                if kw.arg == "bias" and isinstance(kw.value, ast.Constant):
+                    bias = bool(kw.value.value)
+            if len(value.args) >= 3 and isinstance(value.args[2], ast.Constant):
+                bias = bool(value.args[2].value)
+            facts.submodules[name] = Submodule(name, "Linear", bias)
+            facts.params[f"{name}.weight"] = Param(f"{name}.weight", 2)
+            if bias:
+                facts.params[f"{name}.bias"] = Param(f"{name}.bias", 1)
+        elif isinstance(value, ast.Call) and callee.rsplit(".", 1)[-1][:1].isupper():  # nn.LayerNorm(...)
+            facts.submodules[name] = Submodule(name, callee.rsplit(".", 1)[-1])
+        else:  # a number computed or passed in (self.eps = eps, self.scale = math.sqrt(d))
+            facts.scalars.add(name)
+
+
+def _param_rank(call: ast.Call) -> int | None:
+    """The rank of ``nn.Parameter(torch.ones(dim))``-style parameters: the factory's shape arguments."""
+    if not call.args:
+        return None
+    inner = call.args[0]
+    while isinstance(inner, ast.BinOp):  # torch.randn(n) * 0.02
+        inner = inner.left if isinstance(inner.left, ast.Call) else inner.right
+    if not isinstance(inner, ast.Call):
+        return None
+    factory = _dotted(inner.func).rsplit(".", 1)[-1]
+    if factory in ("ones", "zeros", "randn", "rand", "empty"):
+        if len(inner.args) == 1 and isinstance(inner.args[0], (ast.Tuple, ast.List)):
+            return len(inner.args[0].elts)
+        return len(inner.args)
+    if factory == "full" and inner.args and isinstance(inner.args[0], (ast.Tuple, ast.List)):
+        return len(inner.args[0].elts)
+    return None
+
+
+_KNOWN_NAMES = {"self", "super", "torch", "nn", "F", "math", "float", "int", "len", "range", "tuple", "list",
+                "bool", "max", "min", "abs", "round", "dict", "True", "False", "None", "__class__"}
+
+
+def _prelude(init: ast.FunctionDef, source: str, tree: ast.Module, assigned: dict[str, ast.stmt],
+             args: list[str]) -> list[str]:
+    """Module-level assignments that ``__init__`` reads (copied with it); imports are the template's."""
+    local = set(args) | {n.id for n in ast.walk(init) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+    needed = []
+    for node in ast.walk(init):
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and node.id not in local \
+                and node.id not in _KNOWN_NAMES and node.id in assigned and node.id not in needed:
+            needed.append(node.id)
+    return [ast.get_source_segment(source, assigned[name]) or "" for name in needed]
+
+
+def _input_ranks(tree: ast.Module, forward_args: list[str]) -> dict[str, int]:
+    """Ranks of ``get_inputs``' tensors where its list is plain ``torch.randn(a, b)`` calls."""
+    fn = next((n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "get_inputs"), None)
+    if fn is None:
+        return {}
+    ret = next((n for n in ast.walk(fn) if isinstance(n, ast.Return)), None)
+    if ret is None or not isinstance(ret.value, (ast.List, ast.Tuple)):
+        return {}
+    ranks = {}
+    for name, elt in zip(forward_args, ret.value.elts):
+        while isinstance(elt, ast.BinOp):  # torch.randn(n, k) / k ** 0.5
+            elt = elt.left
+        if isinstance(elt, ast.Call) and _dotted(elt.func).rsplit(".", 1)[-1] in ("randn", "rand", "ones", "zeros") \
+                and not elt.keywords and not any(isinstance(a, (ast.Tuple, ast.List, ast.Starred)) for a in elt.args):
+            ranks[name] = len(elt.args)
+    return ranks
+
+
+def _dotted(node: ast.AST) -> str:
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute):
+        base = _dotted(node.value)
+        return f"{base}.{node.attr}" if base else ""
+    return ""
+
+
+class _Reader:
+    def __init__(self, facts: ReferenceModel):
+        self.facts = facts
+        self.env: dict[str, Node] = {}
+
+    def forward(self, fn: ast.FunctionDef) -> tuple[Node, ...]:
+        body = list(fn.body)
+        if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
+            body = body[1:]  # docstring
+        for stmt in body:
+            if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name):
+                self.env[stmt.targets[0].id] = self.expr(stmt.value)
+            elif isinstance(stmt, ast.Return) and stmt.value is not None:
+                if isinstance(stmt.value, ast.Tuple):
+                    return tuple(self.expr(e) for e in stmt.value.elts)
+                return (self.expr(stmt.value),)
+            else:
+                raise Unsupported(f"line {stmt.lineno}: {type(stmt).__name__} in forward")
+        raise Unsupported("forward has no return")
+
+    def expr(self, node: ast.AST) -> Node:
+        if isinstance(node, ast.Constant):
+            return const(node.value)
+        if isinstance(node, ast.Name):
+            if node.id in self.env:
+                return self.env[node.id]
+            if node.id in self.facts.forward_args:
+                return Node("input", name=node.id)
+            if node.id in self.facts.constants:
+                return const(self.facts.constants[node.id])
+            raise Unsupported(f"name {node.id!r}")
+        if isinstance(node, ast.Attribute):
+            return self.attribute(node)
+        if isinstance(node, ast.UnaryOp):
+            inner = self.expr(node.operand)
+            if isinstance(node.op, ast.UAdd):
+                return inner
+            if isinstance(node.op, ast.USub):
+                return const(-inner.value) if inner.op == "const" and isinstance(inner.value, (int, float)) \
+                    else Node("neg", (inner,))
+            raise Unsupported(f"unary {type(node.op).__name__}")
+        if isinstance(node, ast.BinOp):
+            op = _BINOPS.get(type(node.op))
+            if op is None:
+                raise Unsupported(f"operator {type(node.op).__name__}")
+            return Node(op, (self.expr(node.left), self.expr(node.right)))
+        if isinstance(node, ast.Call):
+            return self.call(node)
+        if isinstance(node, (ast.Tuple, ast.List)):
+            return Node("opaque", name=ast.unparse(node))
+        raise Unsupported(f"{type(node).__name__} expression")
+
+    def attribute(self, node: ast.Attribute) -> Node:
+        if isinstance(node.value, ast.Name) and node.value.id == "self":
+            name = node.attr
+            if name in self.facts.params:
+                return Node("param", name=name)
+            if name in self.facts.scalars:
+                return Node("scalar", name=name)
+            raise Unsupported(f"self.{name}")
+        if node.attr == "T":
+            return Node("t", (self.expr(node.value),))
+        if node.attr == "dtype":
+            return Node("opaque", name=ast.unparse(node))
+        raise Unsupported(f"attribute .{node.attr}")
+
+    def call(self, node: ast.Call) -> Node:
+        func = node.func
+        if not isinstance(func, ast.Attribute):
+            raise Unsupported(f"call of {ast.unparse(func)}")
+        base = _dotted(func.value)
+        name = func.attr
+        if base == "self" and name in self.facts.submodules:
+            sub = self.facts.submodules[name]
+            if sub.kind != "Linear" or len(node.args) != 1 or node.keywords:
+                raise Unsupported(f"submodule self.{name} ({sub.kind})")
+            bias = Node("param", name=f"{name}.bias") if sub.has_bias else const(None)
+            return Node("linear", (self.expr(node.args[0]),),
+                        (("weight", Node("param", name=f"{name}.weight")), ("bias", bias)))
+        if base in _NAMESPACES:
+            operands: list[ast.AST] = list(node.args)
+        else:  # a tensor method: the receiver is the first operand
+            if name in _CASTS:
+                return self.expr(func.value)
+            operands = [func.value, *node.args]
+        if name not in _OPS:
+            raise Unsupported(f"{base + '.' if base in _NAMESPACES else 'Tensor.'}{name}")
+        op, arity, positional = _OPS[name]
+        if len(operands) > arity + len(positional):
+            raise Unsupported(f"{name}: too many arguments")
+        args = tuple(self.expr(a) for a in operands[:arity])
+        kw = {key: self.kwvalue(v) for key, v in zip(positional, operands[arity:])}
+        for keyword in node.keywords:
+            if keyword.arg is None:
+                raise Unsupported(f"{name}(**...)")
+            kw[keyword.arg] = self.kwvalue(keyword.value)
+        if op == "addmm":  # beta * C + alpha * (A @ B)
+            beta, alpha = kw.get("beta", const(1.0)), kw.get("alpha", const(1.0))
+            return Node("add", (Node("mul", (beta, args[0])), Node("mul", (alpha, Node("matmul", args[1:])))))
+        if op == "add" and "alpha" in kw:
+            return Node("add", (args[0], Node("mul", (kw["alpha"], args[1]))))
+        return Node(op, args, tuple(sorted(kw.items())))
+
+    def kwvalue(self, node: ast.AST) -> Node:
+        try:
+            return self.expr(node)
+        except Unsupported:
+            return Node("opaque", name=ast.unparse(node))
