@@ -11,7 +11,15 @@ import sys
 
 import typer
 
-from kernellab.cli import agents_cmd, check_cmd, doctor, eval_cmd, report_cmd, solve_cmd, tasks_cmd
+from kernellab.cli import (
+    agents_cmd,
+    check_cmd,
+    doctor,
+    eval_cmd,
+    report_cmd,
+    solve_cmd,
+    tasks_cmd,
+)
 from kernellab.cli.errors import UsageError, report_usage_error
 
 app = typer.Typer(name="kernellab", no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False,
