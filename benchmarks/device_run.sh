@@ -2,6 +2,8 @@
 # The verifier's GPU evidence in one go: GPU tests, the adversarial corpus on the GPU, and the
 # benchmarks. Logs and JSON go to $OUT (default benchmarks/results). Usage:
 #   bash benchmarks/device_run.sh [corpus|timing|faults|speed|speedcold|units|repeat]...   (default: all but speedcold)
+#   the suite on all configs, one ~10-minute call per shard:  validate1 .. validate4, selfcheck1 .. selfcheck4
+#   the search agent improving the suite's Triton baselines:  search
 set -u
 export PYTHONPATH="$PWD/src${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1
 export KERNELLAB_CACHE_DIR="${KERNELLAB_CACHE_DIR:-/tmp/kernellab-cache}"
@@ -20,6 +22,11 @@ for step in $steps; do
     speedcold) timeout 400 python benchmarks/eval_speed.py --out "$RES/eval_speed_cold.json" ;;
     units) timeout 150 python -m pytest -q -p no:cacheprovider -rf -m gpu tests/sandbox tests/evaluate tests/tasks ;;
     repeat) timeout 240 python benchmarks/eval_repeatability.py --out "$RES/eval_repeatability.json" ;;
+    validate[1-4]) timeout 560 python -m kernellab.cli.main tasks validate --device cuda --shard "${step#validate}/4" \
+                     --resume --state "$RES/validate_shard${step#validate}.json" ;;
+    selfcheck[1-4]) timeout 560 python benchmarks/suite_selfcheck.py --shard "${step#selfcheck}/4" \
+                     --out "$RES/suite_selfcheck_${step#selfcheck}.json" ;;
+    search) timeout 560 python benchmarks/search_baselines.py --out "$RES/search_baselines.json" ;;
   esac > "$RES/$step.log" 2>&1
   echo "== $step: exit $? in $(( $(date +%s) - start )) s"
   tail -n 12 "$RES/$step.log"
