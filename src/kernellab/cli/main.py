@@ -17,6 +17,7 @@ from kernellab.cli import (
     doctor,
     eval_cmd,
     report_cmd,
+    run_cmd,
     solve_cmd,
     tasks_cmd,
 )
@@ -32,6 +33,7 @@ app.add_typer(agents_cmd.app, name="agents")
 app.command("report")(report_cmd.report_command)
 app.command("leaderboard")(report_cmd.leaderboard_command)
 app.command("solve")(solve_cmd.solve_command)
+app.command("run")(run_cmd.run_command)
 
 
 def main() -> None:

@@ -1,0 +1,7 @@
+"""Campaigns: tasks × agents × seeds under a strategy, run by workers on GPU slots or Ray, resumable.
+
+``campaign`` (spec, task selection, the store), ``job`` (one job: solve + copy into the campaign
+store), ``worker`` (the claim loop), ``scheduler`` (slots, the per-GPU lock, finalists),
+``backends`` (local processes, Ray), ``progress`` (the live standing), ``orchestrator``
+(``run_campaign``). docs/run.md.
+"""

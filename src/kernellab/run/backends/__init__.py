@@ -1,0 +1,1 @@
+"""Where a campaign's workers run: ``local`` (processes on this machine) or ``ray`` (a Ray cluster)."""

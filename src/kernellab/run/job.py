@@ -1,0 +1,110 @@
+"""One campaign job: ``solve`` into ``RUN_DIR/jobs/<job-key>/``, then its attempts and events copied
+into the campaign store and the job finished, in one transaction.
+
+Resuming is the solve's own: a job whose folder holds an unfinished solve continues it with
+``resume=True`` (its recorded proposals are kept, not asked for again); a job whose solve finished but
+was not yet copied (the worker died in between) is only copied. Nothing is copied twice: the copy and
+``finish_job`` commit together, and a finished job is never claimed again.
+"""
+
+from __future__ import annotations
+
+import logging
+import shutil
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from kernellab.run.campaign import JOBS_DIR, CampaignSpec
+from kernellab.score.artifacts import job_dir_name
+from kernellab.score.store import DB_NAME, Store
+from kernellab.score.store_records import JobRecord
+
+log = logging.getLogger(__name__)
+
+# solve statuses that score the job (its verdict is the agent's result, good or bad)
+SCORED = ("passed", "failed", "holdout_failed", "no_candidate")
+
+
+@dataclass(frozen=True)
+class JobOutcome:
+    status: str  # a solve status, or "error" / "interrupted"
+    job_status: str | None  # "done" | "failed", or None when the job was put back to pending
+    error: str | None = None
+
+
+def job_dir(run_dir: Path, job: JobRecord) -> Path:
+    return run_dir / JOBS_DIR / job_dir_name(job.id, job.task_id, job.agent, job.seed, job.strategy)
+
+
+def execute_job(store: Store, job: JobRecord, spec: CampaignSpec, *, interpret: bool,
+                progress: Callable[[Any], None] | None = None) -> JobOutcome:
+    """Run ``job`` to its end and record it in ``store`` (the campaign's). Ctrl-C puts it back to pending."""
+    from kernellab.agents.solve import solve
+    from kernellab.evaluate.options import EvalOptions
+
+    out = job_dir(store.run_dir, job)
+    finished = _finished_solve(out)
+    if finished is None:
+        if out.exists() and not (out / DB_NAME).exists():
+            shutil.rmtree(out)  # killed before its solve recorded anything: start it afresh
+        try:
+            result = solve(job.task_id, job.agent, spec.options_for(job.agent), spec.strategy,
+                           dict(spec.strategy_options), spec.budget, out, confine=spec.confine, progress=progress,
+                           eval_options=EvalOptions(device="cpu" if interpret else "cuda"), seed=job.seed,
+                           resume=(out / DB_NAME).exists())
+        except KeyboardInterrupt:
+            store.requeue(job)
+            return JobOutcome("interrupted", None)
+        except Exception as exc:  # noqa: BLE001 — any failure of a solve is the job's, recorded
+            error = f"{type(exc).__name__}: {exc}"
+            log.warning("job %s (%s) failed: %s", job.id, job.key, error)
+            with store.transaction():
+                _copy_solve(store, job, out)
+                store.finish_job(job, "failed", error)
+            return JobOutcome("error", "failed", error)
+        if result.interrupted:
+            store.requeue(job)
+            return JobOutcome("interrupted", None)
+        status = result.status
+    else:
+        status = finished
+    with store.transaction():
+        _copy_solve(store, job, out)
+        store.finish_job(job, "done")
+    return JobOutcome(status, "done")
+
+
+def _finished_solve(out: Path) -> str | None:
+    """The status of a solve in ``out`` that ran to its end (``result.json`` written, its job done)."""
+    import json
+
+    result, db = out / "result.json", out / DB_NAME
+    if not result.exists() or not db.exists():
+        return None
+    status = json.loads(result.read_text()).get("status")
+    if status not in SCORED:
+        return None
+    with Store.open(out, create=False) as solved:
+        jobs = solved.jobs()
+        return status if jobs and jobs[0].status == "done" else None
+
+
+def _copy_solve(store: Store, job: JobRecord, out: Path) -> None:
+    """Copy the solve's attempts (kernels, verdicts, usage, flags) and events into the campaign's job.
+    Called inside the campaign store's transaction; a job with attempts already copied is left alone."""
+    if not (out / DB_NAME).exists() or store.attempts(job):
+        return
+    with Store.open(out, create=False) as solved:
+        jobs = solved.jobs()
+        if not jobs:
+            return
+        for a in solved.attempts(jobs[0]):
+            path = solved.kernel_path(a)
+            source = path.read_text() if path is not None and path.exists() else None
+            store.record_attempt(job, source, a.verdict, iteration=a.iteration, usage=a.usage, kept=a.kept,
+                                 final=a.final, note=a.note)
+        for e in solved.events(jobs[0]):
+            store.record_event(job, e.kind, e.payload)
+        store.record_event(job, "solve", {"dir": str(out.relative_to(store.run_dir))})

@@ -1,0 +1,159 @@
+"""``run_campaign``: open (or resume) the campaign's store, start the backend's workers, show the
+progress, re-time the finalists on a GPU, and say how it ended.
+
+The orchestrator holds no job itself: workers claim jobs from the store atomically, so killing the
+orchestrator (even with SIGKILL) loses nothing — its workers end with it, and ``--resume`` puts their
+running jobs back to pending and goes on; finished jobs are never run again.
+"""
+
+from __future__ import annotations
+
+import logging
+import shutil
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+
+from kernellab.run.campaign import CampaignError, CampaignSpec, Placement, open_campaign
+from kernellab.run.progress import CampaignProgress, Standing
+from kernellab.run.scheduler import plan_slots
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class CampaignOutcome:
+    run_dir: Path
+    run_id: int
+    standing: Standing
+    interrupted: bool
+    worker_status: dict[str, int]
+    finalists: dict[str, Any] | None = None
+
+    @property
+    def exit_code(self) -> int:
+        """0 every job finished, 1 some did not (a worker failed), 130 interrupted."""
+        if self.interrupted:
+            return 130
+        unfinished = self.standing.counts.get("pending", 0) + self.standing.counts.get("running", 0)
+        return 1 if unfinished else 0
+
+
+def detect_gpus() -> tuple[tuple[int, ...], str]:
+    """The GPUs of this machine (indices) and their names, without creating a CUDA context here."""
+    if shutil.which("nvidia-smi"):
+        try:
+            out = subprocess.run(["nvidia-smi", "--query-gpu=index,name", "--format=csv,noheader"],
+                                 capture_output=True, text=True, timeout=30, check=True).stdout
+            rows = [line.split(",", 1) for line in out.splitlines() if line.strip()]
+            if rows:
+                return tuple(int(r[0]) for r in rows), "; ".join(sorted({r[1].strip() for r in rows}))
+        except (subprocess.SubprocessError, OSError, ValueError):
+            pass
+    try:
+        import torch
+
+        n = torch.cuda.device_count()
+    except Exception:  # noqa: BLE001 — no usable torch or driver: no GPU
+        n = 0
+    return tuple(range(n)), "cuda" if n else ""
+
+
+def plan_placement(*, gpus: tuple[int, ...] | None, backend: str, address: str | None,
+                   agent_concurrency: int | None, device: str | None = None) -> Placement:
+    """Where to run. No GPU (or ``device='cpu'``): interpreter mode, correctness only. With GPUs and no
+    ``agent_concurrency``, one worker per GPU."""
+    found, name = ((), "") if device == "cpu" else detect_gpus()
+    if gpus is not None and device != "cpu":
+        missing = sorted(set(gpus) - set(found)) if backend == "local" else []
+        if missing:
+            raise CampaignError(f"--gpus names GPU {missing[0]}, which this machine does not have "
+                                f"({', '.join(map(str, found)) or 'no GPU'})")
+        found = tuple(gpus)
+    if backend == "ray":
+        interpret = device == "cpu" or (not found and gpus is None)
+        if not interpret and gpus is None:
+            found = (0,)
+    else:
+        interpret = not found
+    if interpret:
+        k = agent_concurrency or 1
+        return Placement("interpret", backend, (), k, address, "cpu (Triton interpreter: correctness only)")
+    k = agent_concurrency or len(found)
+    return Placement("gpu", backend, found, k, address, name or "cuda")
+
+
+def run_campaign(run_dir: Path, spec: CampaignSpec, placement: Placement, *, resume: bool, console: Console,
+                 debug: bool = False, retime_rounds: int = 3) -> CampaignOutcome:
+    from kernellab.agents.base import registered
+    from kernellab.agents.solve import plan_confinement
+    from kernellab.agents.strategies import create_strategy
+
+    agents = registered()
+    for agent in spec.agents:
+        if agent not in agents:
+            raise CampaignError(f"unknown agent {agent!r}; known: {', '.join(agents)}")
+    create_strategy(spec.strategy, **dict(spec.strategy_options))  # a bad option fails before anything is written
+    from kernellab.agents.base import Budget
+
+    Budget.parse(spec.budget)
+    confinement = {a: plan_confinement(agents[a], a, spec.confine, None).to_dict() for a in spec.agents}
+    confined = all(c["confined"] for c in confinement.values())
+    run_dir = run_dir.expanduser().resolve()
+    store, run = open_campaign(run_dir, spec, placement, confined=confined, confinement=confinement, resume=resume)
+    try:
+        slots = plan_slots(placement.gpus, placement.agent_concurrency)
+        backend = _backend(placement, slots, debug)
+        title = f"{run_dir.name} · {len(spec.tasks)} tasks × {len(spec.agents)} agents × {spec.seeds} seeds · " \
+                f"{spec.strategy} · {placement.mode}"
+        interrupted, status = False, {}
+        with CampaignProgress(store, run.id, console, title, len(slots)) as progress:
+            try:
+                status = backend.run(run_dir, tick=progress.tick)
+            except KeyboardInterrupt:
+                interrupted = True
+        final = progress.last
+        finalists = None
+        unfinished = final.counts.get("pending", 0) + final.counts.get("running", 0)
+        if not interrupted and not unfinished and not placement.interpret and placement.backend == "local":
+            console.print("re-timing the finalists, interleaved, on one GPU", markup=False, highlight=False)
+            finalists = _retime(run_dir, placement.gpus[0], retime_rounds)
+        return CampaignOutcome(run_dir, run.id, final, interrupted, status, finalists)
+    finally:
+        store.close()
+
+
+def _backend(placement: Placement, slots: list, debug: bool) -> Any:
+    if placement.backend == "ray":
+        from kernellab.run.backends.ray_backend import RayBackend
+
+        return RayBackend(slots, interpret=placement.interpret, address=placement.address)
+    if placement.backend != "local":
+        raise CampaignError(f"--backend {placement.backend!r} is not local or ray")
+    from kernellab.run.backends.local import LocalBackend
+
+    return LocalBackend(slots, interpret=placement.interpret, debug=debug)
+
+
+def _retime(run_dir: Path, gpu: int, rounds: int) -> dict[str, Any] | None:
+    """In a process of its own that sees only ``gpu`` (the orchestrator never touches CUDA)."""
+    import json
+    import os
+    import sys
+
+    env = {**os.environ, "CUDA_VISIBLE_DEVICES": str(gpu)}
+    code = ("import sys, json; from pathlib import Path; from kernellab.score.store import Store; "
+            "from kernellab.run.scheduler import retime_finalists; "
+            "s = Store.open(Path(sys.argv[1]), create=False); "
+            "json.dump(retime_finalists(s, s.latest_run(), int(sys.argv[2]), rounds=int(sys.argv[3])), sys.stdout)")
+    done = subprocess.run([sys.executable, "-c", code, str(run_dir), str(gpu), str(rounds)], env=env,
+                          capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        log.warning("re-timing the finalists failed: %s", done.stderr.strip().splitlines()[-1:] or "")
+        return None
+    return json.loads(done.stdout)
+
+

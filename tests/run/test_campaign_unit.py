@@ -1,0 +1,129 @@
+"""The parts of a campaign that need no worker: task selection, options, slots, the GPU lock, the
+interleaved order, the store's campaign record and its resume checks."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+
+from kernellab.cli.run_cmd import parse_agent_options, parse_gpus
+from kernellab.run.campaign import (
+    CampaignError,
+    CampaignSpec,
+    Placement,
+    campaign_placement,
+    job_specs,
+    open_campaign,
+    resolve_tasks,
+)
+from kernellab.run.scheduler import (
+    EvaluationGate,
+    GpuLock,
+    interleaved_order,
+    plan_slots,
+)
+from kernellab.tasks.load import SUITE_ROOT
+
+INTERPRET = Placement("interpret", device="cpu (Triton interpreter: correctness only)")
+
+
+def test_tasks_by_id_category_suite_and_path():
+    assert resolve_tasks("elementwise/relu") == ("elementwise/relu",)
+    by_folder = resolve_tasks("elementwise")
+    assert "elementwise/relu" in by_folder and all(t.startswith("elementwise/") for t in by_folder)
+    assert resolve_tasks("elementwise/relu,elementwise/relu,elementwise/tanh") == ("elementwise/relu",
+                                                                                   "elementwise/tanh")
+    suite = resolve_tasks("suite")
+    assert len(suite) == len(list(SUITE_ROOT.glob("*/*/reference.py"))) and set(by_folder) <= set(suite)
+    path = SUITE_ROOT / "elementwise" / "relu"
+    assert resolve_tasks(str(path)) == (str(path.resolve()),)
+    assert len(resolve_tasks(str(SUITE_ROOT / "elementwise"))) == len(by_folder)
+
+
+def test_an_unknown_task_selector_is_one_line():
+    with pytest.raises(CampaignError, match="not a path, a suite id, a category"):
+        resolve_tasks("no-such-thing")
+
+
+def test_agent_options_for_one_agent_or_all():
+    opts = parse_agent_options(["replay:kernels=/a", "seed_note=x", "search:max_proposals=2"], ["replay", "search"])
+    assert opts == {"replay": {"kernels": "/a", "seed_note": "x"}, "search": {"seed_note": "x", "max_proposals": "2"}}
+    with pytest.raises(CampaignError):
+        parse_agent_options(["novalue"], ["replay"])
+    with pytest.raises(CampaignError, match="not among the agents"):
+        CampaignSpec(tasks=("elementwise/relu",), agents=("replay",), agent_options={"api": {"model": "m"}})
+
+
+def test_gpus_flag():
+    assert parse_gpus("0,1") == (0, 1) and parse_gpus(None) is None
+    for bad in ("a", "0,0", "-1"):
+        with pytest.raises(CampaignError):
+            parse_gpus(bad)
+
+
+def test_workers_are_spread_over_gpus_round_robin():
+    assert [(s.name, s.gpu) for s in plan_slots((0, 1), 5)] == [("w0", 0), ("w1", 1), ("w2", 0), ("w3", 1),
+                                                               ("w4", 0)]
+    assert [s.gpu for s in plan_slots((), 2)] == [None, None]
+
+
+def test_interleaved_order_rotates_the_first():
+    assert interleaved_order(["a", "b", "c"], 3) == ["a", "b", "c", "b", "c", "a", "c", "a", "b"]
+
+
+def test_gpu_lock_is_exclusive_and_the_gate_holds_it_while_evaluating(tmp_path):
+    first, second = GpuLock(0, tmp_path), GpuLock(0, tmp_path)
+    other_gpu = GpuLock(1, tmp_path)
+    got = threading.Event()
+    first.acquire()
+    other_gpu.acquire()  # another GPU is free
+    t = threading.Thread(target=lambda: (second.acquire(), got.set()))
+    t.start()
+    time.sleep(0.3)
+    assert not got.is_set()
+    first.release()
+    t.join(5)
+    assert got.is_set()
+    second.release()
+    other_gpu.release()
+
+    class P:
+        def __init__(self, phase):
+            self.phase = phase
+
+    gate = EvaluationGate(GpuLock(3, tmp_path))
+    gate(P("proposing"))
+    assert not gate.lock.held
+    gate(P("evaluating"))
+    assert gate.lock.held
+    gate(P("iteration"))
+    assert not gate.lock.held
+    gate(P("final"))
+    gate.close()
+    assert not gate.lock.held
+
+
+def test_the_run_record_and_idempotent_jobs(tmp_path):
+    spec = CampaignSpec(tasks=("elementwise/relu", "elementwise/tanh"), agents=("replay",), seeds=2,
+                        agent_options={"replay": {"kernels": "/x"}})
+    run_dir = tmp_path / "run"
+    store, run = open_campaign(run_dir, spec, INTERPRET, confined=True, confinement={}, resume=False)
+    assert run.config["mode"] == "interpret" and "correctness only" in run.config["note"]
+    assert run.device.startswith("cpu") and run.confined and campaign_placement(run).interpret
+    assert [j.key for j in store.jobs(run.id)] == [s.task_id + f"|replay|{s.seed}|single" for s in job_specs(spec)]
+    store.close()
+    with pytest.raises(CampaignError, match="pass --resume"):
+        open_campaign(run_dir, spec, INTERPRET, confined=True, confinement={}, resume=False)
+    store, again = open_campaign(run_dir, spec, INTERPRET, confined=True, confinement={}, resume=True)
+    assert again.id == run.id and len(store.jobs(run.id)) == 4 and len(store.runs()) == 1
+    store.close()
+    other = CampaignSpec(tasks=spec.tasks, agents=("replay",), seeds=3, agent_options=spec.agent_options)
+    with pytest.raises(CampaignError, match="another seeds"):
+        open_campaign(run_dir, other, INTERPRET, confined=True, confinement={}, resume=True)
+    with pytest.raises(CampaignError, match="interpret mode"):
+        open_campaign(run_dir, spec, Placement("gpu", gpus=(0,), device="H100"), confined=True, confinement={},
+                      resume=True)
+    with pytest.raises(CampaignError, match="no campaign to resume"):
+        open_campaign(tmp_path / "none", spec, INTERPRET, confined=True, confinement={}, resume=True)
