@@ -157,6 +157,9 @@ class _Chain:
         return "\n".join(f"{indent}x_{n} = tl.load(x_{n}_ptr + {offs}, mask={mask}, other=1.0).to(tl.float32)"
                          for n in self.inputs)
 
+    def loads(self, offs: str, mask: str, cols: str, indent: str) -> str:
+        return "\n".join(p for p in (self.load_inputs(offs, mask, indent), self.load_params(cols, mask, indent)) if p)
+
     def load_params(self, cols: str, mask: str, indent: str) -> str:
         return "\n".join(f"{indent}p_{py(n)} = tl.load(p_{py(n)}_ptr + {cols}, mask={mask}, other=1.0).to(tl.float32)"
                          for n in self.params)
@@ -171,11 +174,10 @@ class _Chain:
         return f'''
 @triton.jit
 def _forward_kernel({self.ptr_params()}, y_ptr, n_elements, n_cols{self.scalar_params()}, BLOCK: tl.constexpr):
-    # reads each input once (parameters by column, cached), writes y once; {self.flops} FLOPs per element
+    # reads each input once (parameters by column, cached), writes y once; FLOPs per element: {self.flops}
     offs = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
     mask = offs < n_elements
-{cols}{self.load_inputs("offs", "mask", "    ")}
-{self.load_params("cols", "mask", "    ")}
+{cols}{self.loads("offs", "mask", "cols", "    ")}
 {expr.code()}
     tl.store(y_ptr + offs, ({result}).to(y_ptr.dtype.element_ty), mask=mask)
 '''
@@ -216,8 +218,7 @@ def _backward_kernel(dy_ptr, {self.ptr_params()}{dx_ptrs}, n_elements, n_cols{se
     offs = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
     mask = offs < n_elements
 {cols}    dy = tl.load(dy_ptr + offs, mask=mask, other=0.0).to(tl.float32)
-{self.load_inputs("offs", "mask", "    ")}
-{self.load_params("cols", "mask", "    ")}
+{self.loads("offs", "mask", "cols", "    ")}
 {expr.code()}
 {stores}
 '''

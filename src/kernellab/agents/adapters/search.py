@@ -35,6 +35,7 @@ from typing import Any
 from kernellab.agents.base import (
     Agent,
     AgentError,
+    Availability,
     Proposal,
     ProposalRequest,
     Usage,
@@ -57,11 +58,15 @@ def _flag(name: str, value: Any) -> bool:
     raise AgentError(f"search: option {name} must be true or false, not {value!r}")
 
 
-def _count(name: str, value: Any) -> int:
+def _integer(name: str, value: Any) -> int:
     try:
-        number = int(value)
+        return int(value)
     except (TypeError, ValueError):
         raise AgentError(f"search: option {name} must be an integer, not {value!r}") from None
+
+
+def _count(name: str, value: Any) -> int:
+    number = _integer(name, value)
     if number < 1:
         raise AgentError(f"search: option {name} must be at least 1")
     return number
@@ -80,13 +85,20 @@ class SearchAgent(Agent):
         self.max_screen = _count("max_screen", max_screen)
         self.templates = _flag("templates", templates)
         self.tune = _flag("tune", tune)
-        self.seed = None if seed is None else int(seed)
+        self.seed = None if seed is None else _integer("seed", seed)
         if not (self.templates or self.tune):
             raise AgentError("search: templates and tune are both off: nothing to propose")
         self._pools: dict[str, CandidatePool] = {}
         self._screeners: dict[str, Screener | None] = {}
 
     # ------------------------------------------------------------------------------------ the interface
+
+    @classmethod
+    def availability(cls) -> Availability:
+        from kernellab.kernels import templates
+
+        return Availability(True, f"built in: launch-parameter tuning and {len(templates())} templates "
+                                  f"({', '.join(templates())})")
 
     def propose(self, request: ProposalRequest) -> Proposal:
         started = time.monotonic()

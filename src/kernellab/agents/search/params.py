@@ -23,6 +23,20 @@ import ast
 import re
 from dataclasses import dataclass, field, replace
 
+from kernellab.agents.search.kernel_ast import (
+    assigned_in,
+    constexpr_roles,
+    divisions,
+    expand,
+    grid_elements,
+    is_int,
+    meta_grid,
+    module_ints,
+    names_dimension,
+    own_calls,
+    single_assignment,
+)
+
 _BLOCKISH = re.compile(r"BLOCK|TILE|CHUNK", re.IGNORECASE)
 _GROUPISH = re.compile(r"GROUP", re.IGNORECASE)
 _KNOB_COMMENT = re.compile(r"#\s*knob:\s*([0-9][0-9.,\s]*)")
@@ -153,7 +167,7 @@ class _Finder:
         self.site_owner: dict[Site, str] = {}
         self.kernels = {k.name: k for k in (self._kernel(n) for n in tree.body if isinstance(n, ast.FunctionDef))
                         if k is not None}
-        self.module_ints = _module_ints(tree)
+        self.module_ints = module_ints(tree)
 
     def run(self) -> list[Knob]:
         for name, (node, value) in self.module_ints.items():
@@ -166,7 +180,7 @@ class _Finder:
         for fn in [n for n in ast.walk(self.tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]:
             if fn.name in self.kernels:
                 continue
-            for call in _own_calls(fn):
+            for call in own_calls(fn):
                 kernel = self._launched(call)
                 if kernel is not None:
                     self._launch(fn, call, kernel)
@@ -185,7 +199,7 @@ class _Finder:
         kernel = _Kernel(node.name, node, constexprs, any("autotune" in d for d in decorators),
                          any(c.endswith(".dot") or c == "dot" for c in calls),
                          any(isinstance(n, ast.For) for n in ast.walk(node)))
-        kernel.roles = _roles(node, constexprs)
+        kernel.roles = constexpr_roles(node, constexprs)
         return kernel
 
     def _launched(self, call: ast.Call) -> _Kernel | None:
@@ -242,16 +256,16 @@ class _Finder:
 
     def _value_site(self, fn: ast.FunctionDef, value: ast.expr, call: ast.Call) -> tuple[str | None, Site, int] | None:
         """(knob name when the value comes from a name, its site, the value) of a launch argument."""
-        if _is_int(value):
+        if is_int(value):
             return None, _literal_site(value), value.value
         if not isinstance(value, ast.Name):
             return None
-        local = _single_assignment(fn, value.id)
+        local = single_assignment(fn, value.id)
         if local is not None:
-            if _is_int(local.value):
+            if is_int(local.value):
                 return f"{fn.name}.{value.id}", _literal_site(local.value), local.value.value
             return None
-        if value.id in self.module_ints and not _assigned_in(fn, value.id):
+        if value.id in self.module_ints and not assigned_in(fn, value.id):
             node, number = self.module_ints[value.id]
             return value.id, _literal_site(node.value), number
         return None
@@ -260,13 +274,14 @@ class _Finder:
         """Give each tile knob the grid literals of its axes, merging knobs the grid cannot tell apart."""
         if not tiles:
             return
-        grid = _grid_elements(fn, call)
+        grid = grid_elements(fn, call)
         divisors: list[tuple[int, ast.expr | None, list[Site], int]] = []  # (axis, dividend, sites, value)
         grid_names: set[str] = set()
         for axis, element in enumerate(grid):
-            for sub in _expand(fn, element):
+            for sub in expand(fn, element):
                 grid_names |= {n.id for n in ast.walk(sub) if isinstance(n, ast.Name)}
-                divisors.extend((axis, dividend, sites, value) for dividend, sites, value in _divisions(sub))
+                divisors.extend((axis, dividend, [replace(_literal_site(node), offset=offset) for node, offset in literals],
+                                 value) for dividend, literals, value in divisions(sub))
         owners: dict[int, list[Knob]] = {}
         for i, (axis, _, _, value) in enumerate(divisors):
             owners[i] = [k for k in tiles if k.value == value and (axis in k.axes or len(grid) == 1)]
@@ -275,7 +290,7 @@ class _Finder:
         for i, (axis, dividend, sites, value) in enumerate(divisors):
             candidates = owners[i]
             if len(candidates) > 1 and dividend is not None:
-                named = [k for k in candidates if _names_dimension(k.label, dividend)]
+                named = [k for k in candidates if names_dimension(k.label, dividend)]
                 candidates = named if len(named) == 1 else candidates
             if not candidates:
                 continue
@@ -290,7 +305,7 @@ class _Finder:
             # a tile given through a name the grid also reads follows the grid by itself
             variable_tied = any(not _is_launch_literal(call, m) and m.name.split(".")[-1] in grid_names
                                 for m in members)
-            if not any(extra[m.name] for m in members) and not variable_tied and not _meta_grid(fn, call):
+            if not any(extra[m.name] for m in members) and not variable_tied and not meta_grid(fn, call):
                 continue  # the grid would not follow: changing this tile alone breaks the launch
             first = members[0]
             name = first.name if len(members) == 1 else "=".join(m.name for m in members)
@@ -312,7 +327,7 @@ class _Finder:
                     continue
                 prefix = f"{kernel.name}.autotune[{i}]"
                 for key, value in zip(config.args[0].keys, config.args[0].values):
-                    if isinstance(key, ast.Constant) and isinstance(key.value, str) and _is_int(value):
+                    if isinstance(key, ast.Constant) and isinstance(key.value, str) and is_int(value):
                         arg = key.value
                         if _GROUPISH.search(arg) and not _BLOCKISH.search(arg):
                             self._add(Knob(f"{prefix}.{arg}", value.value, _with(GROUPS, value.value),
@@ -327,7 +342,7 @@ class _Finder:
                 point = Site(end.end_lineno, end.end_col_offset, end.end_col_offset)
                 for arg, domain, default in (("num_warps", WARPS, DEFAULT_WARPS), ("num_stages", STAGES, DEFAULT_STAGES)):
                     kind = "warps" if arg == "num_warps" else "stages"
-                    if arg in keywords and _is_int(keywords[arg].value):
+                    if arg in keywords and is_int(keywords[arg].value):
                         v = keywords[arg].value
                         self._add(Knob(f"{prefix}.{arg}", v.value, _with(domain, v.value), (_literal_site(v),), kind,
                                        kernel=kernel.name))
@@ -355,7 +370,7 @@ class _Finder:
     def _unannotated_constants(self) -> None:
         """Module constants named like launch parameters and read where kernels are launched."""
         launching = [fn for fn in ast.walk(self.tree) if isinstance(fn, ast.FunctionDef) and fn.name not in self.kernels
-                     and any(self._launched(c) for c in _own_calls(fn))]
+                     and any(self._launched(c) for c in own_calls(fn))]
         read = {n.id for fn in launching for n in ast.walk(fn) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
         for name, (node, value) in self.module_ints.items():
             if name in self.knobs or name not in read or not _CONSTANT_NAME.search(name):
@@ -402,138 +417,8 @@ class _Finder:
             self.site_owner[site] = knob.name
 
 
-# ------------------------------------------------------------------------------------ roles in a kernel
-
-
-def _roles(fn: ast.FunctionDef, constexprs: set[str]) -> dict[str, tuple[str, frozenset[int]]]:
-    """For each constexpr: "tile" (offsets program ids, with their axes), "loop", "cover" or "free"."""
-    pid_axes: dict[str, set[int]] = {}
-    changed = True
-    while changed:  # names derived from tl.program_id, to a fixed point
-        changed = False
-        for node in ast.walk(fn):
-            if isinstance(node, ast.Assign):
-                axes = _pid_axes(node.value, pid_axes)
-                for target in node.targets:
-                    for name in (n.id for n in ast.walk(target) if isinstance(n, ast.Name)):
-                        if axes and not axes <= pid_axes.get(name, set()):
-                            pid_axes.setdefault(name, set()).update(axes)
-                            changed = True
-    roles: dict[str, tuple[str, frozenset[int]]] = {}
-    for name in constexprs:
-        tile_axes: set[int] = set()
-        for node in ast.walk(fn):
-            if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mult):
-                for mine, other in ((node.left, node.right), (node.right, node.left)):
-                    if isinstance(mine, ast.Name) and mine.id == name:
-                        tile_axes |= _pid_axes(other, pid_axes)
-        if tile_axes:
-            roles[name] = ("tile", frozenset(tile_axes))
-        elif _in_loop(fn, name):
-            roles[name] = ("loop", frozenset())
-        elif any(isinstance(n, ast.Call) and ast.unparse(n.func).endswith("arange") and
-                 any(isinstance(a, ast.Name) and a.id == name for a in n.args) for n in ast.walk(fn)):
-            roles[name] = ("cover", frozenset())
-        else:
-            roles[name] = ("free", frozenset())
-    return roles
-
-
-def _pid_axes(expr: ast.AST, pid_axes: dict[str, set[int]]) -> set[int]:
-    axes: set[int] = set()
-    for node in ast.walk(expr):
-        if isinstance(node, ast.Call) and ast.unparse(node.func).endswith("program_id"):
-            arg = node.args[0] if node.args else next((k.value for k in node.keywords if k.arg == "axis"), None)
-            axes.add(arg.value if isinstance(arg, ast.Constant) and isinstance(arg.value, int) else 0)
-        elif isinstance(node, ast.Name) and node.id in pid_axes:
-            axes |= pid_axes[node.id]
-    return axes
-
-
-def _in_loop(fn: ast.FunctionDef, name: str) -> bool:
-    for loop in (n for n in ast.walk(fn) if isinstance(n, (ast.For, ast.While))):
-        header = loop.iter if isinstance(loop, ast.For) else loop.test
-        if any(isinstance(n, ast.Name) and n.id == name for n in ast.walk(header)):
-            return True
-        if isinstance(loop, ast.For):
-            targets = {n.id for n in ast.walk(loop.target) if isinstance(n, ast.Name)}
-            for node in (n for stmt in loop.body for n in ast.walk(stmt)):
-                if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mult):
-                    names = {n.id for n in (node.left, node.right) if isinstance(n, ast.Name)}
-                    if name in names and names & targets:
-                        return True
-            for node in (n for stmt in loop.body for n in ast.walk(stmt)):  # ptrs += BLOCK_K * stride
-                if isinstance(node, ast.AugAssign) and any(isinstance(n, ast.Name) and n.id == name
-                                                           for n in ast.walk(node.value)):
-                    return True
-    return False
-
-
-# ------------------------------------------------------------------------------------ grids
-
-
-def _grid_elements(fn: ast.FunctionDef, call: ast.Call) -> list[ast.expr]:
-    grid = call.func.slice
-    if isinstance(grid, ast.Name):
-        assigned = _last_assignment(fn, grid.id, call.lineno)
-        if assigned is not None:
-            grid = assigned
-    if isinstance(grid, ast.Lambda):
-        grid = grid.body
-    return list(grid.elts) if isinstance(grid, ast.Tuple) else [grid]
-
-
-def _meta_grid(fn: ast.FunctionDef, call: ast.Call) -> bool:
-    grid = call.func.slice
-    if isinstance(grid, ast.Name):
-        grid = _last_assignment(fn, grid.id, call.lineno) or grid
-    return isinstance(grid, ast.Lambda)
-
-
-def _expand(fn: ast.FunctionDef, element: ast.expr) -> list[ast.expr]:
-    """A grid element and the values of the local names it reads (``bw = triton.cdiv(nw, block)``)."""
-    found = [element]
-    for name in {n.id for n in ast.walk(element) if isinstance(n, ast.Name)}:
-        for node in ast.walk(fn):
-            if isinstance(node, ast.Assign):
-                for target in node.targets:
-                    if isinstance(target, ast.Name) and target.id == name:
-                        found.append(node.value)
-                    elif isinstance(target, ast.Tuple) and isinstance(node.value, ast.Tuple):
-                        for t, v in zip(target.elts, node.value.elts):
-                            if isinstance(t, ast.Name) and t.id == name:
-                                found.append(v)
-    return found
-
-
-def _divisions(expr: ast.expr) -> list[tuple[ast.expr | None, list[Site], int]]:
-    """Integer divisors in a grid expression: ``cdiv(x, 32)``, ``x // 32``, ``(x + 31) // 32``."""
-    found = []
-    for node in ast.walk(expr):
-        if isinstance(node, ast.Call) and ast.unparse(node.func).endswith("cdiv") and len(node.args) == 2 \
-                and _is_int(node.args[1]):
-            found.append((node.args[0], [_literal_site(node.args[1])], node.args[1].value))
-        elif isinstance(node, ast.BinOp) and isinstance(node.op, ast.FloorDiv) and _is_int(node.right):
-            value = node.right.value
-            sites = [_literal_site(node.right)]
-            left = node.left
-            if isinstance(left, ast.BinOp) and isinstance(left.op, ast.Add) and _is_int(left.right) \
-                    and left.right.value == value - 1:
-                sites.append(replace(_literal_site(left.right), offset=-1))
-                left = left.left
-            found.append((left, sites, value))
-    return found
-
-
-def _names_dimension(label: str, dividend: ast.expr) -> bool:
-    """``BLOCK_M`` names the dimension ``M`` (or ``m``, ``num_m``, ``M_total``)."""
-    suffix = label.rsplit("_", 1)[-1].lower() if "_" in label else ""
-    names = {n.id.lower() for n in ast.walk(dividend) if isinstance(n, ast.Name)}
-    return bool(suffix) and any(n == suffix or n.endswith("_" + suffix) or n.startswith(suffix + "_") for n in names)
-
-
 def _launch_literal_sites(call: ast.Call) -> set[Site]:
-    return {_literal_site(kw.value) for kw in call.keywords if _is_int(kw.value)}
+    return {_literal_site(kw.value) for kw in call.keywords if is_int(kw.value)}
 
 
 def _is_launch_literal(call: ast.Call, knob: Knob) -> bool:
@@ -543,8 +428,6 @@ def _is_launch_literal(call: ast.Call, knob: Knob) -> bool:
 # ------------------------------------------------------------------------------------ small helpers
 
 
-def _is_int(node: ast.AST | None) -> bool:
-    return isinstance(node, ast.Constant) and type(node.value) is int
 
 
 def _literal_site(node: ast.expr) -> Site:
@@ -564,56 +447,12 @@ def _block_domain(name: str, value: int, role: str, dot: bool) -> tuple[int, ...
     return _with(powers_of_two(16, 8192), value)
 
 
-def _module_ints(tree: ast.Module) -> dict[str, tuple[ast.Assign, int]]:
-    found: dict[str, tuple[ast.Assign, int]] = {}
-    counts: dict[str, int] = {}
-    for node in tree.body:
-        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
-            name = node.targets[0].id
-            counts[name] = counts.get(name, 0) + 1
-            if _is_int(node.value):
-                found[name] = (node, node.value.value)
-    return {n: v for n, v in found.items() if counts[n] == 1}
 
 
-def _own_calls(fn: ast.FunctionDef) -> list[ast.Call]:
-    """Calls inside ``fn`` but not inside functions nested in it, in source order."""
-    calls = []
-    stack = list(fn.body)
-    while stack:
-        node = stack.pop()
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
-            continue
-        if isinstance(node, ast.Call):
-            calls.append(node)
-        stack.extend(ast.iter_child_nodes(node))
-    return sorted(calls, key=lambda c: (c.lineno, c.col_offset))
 
 
-def _stores(fn: ast.FunctionDef, name: str) -> list[ast.AST]:
-    return [n for n in ast.walk(fn) if isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Store)]
 
 
-def _assigned_in(fn: ast.FunctionDef, name: str) -> bool:
-    return bool(_stores(fn, name)) or name in {a.arg for a in fn.args.args + fn.args.kwonlyargs}
 
 
-def _single_assignment(fn: ast.FunctionDef, name: str) -> ast.Assign | None:
-    """The one ``name = ...`` statement of ``fn`` (None when assigned elsewhere too, or a parameter)."""
-    if name in {a.arg for a in fn.args.args + fn.args.kwonlyargs} or len(_stores(fn, name)) != 1:
-        return None
-    for node in ast.walk(fn):
-        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name) \
-                and node.targets[0].id == name:
-            return node
-    return None
 
-
-def _last_assignment(fn: ast.FunctionDef, name: str, before: int) -> ast.expr | None:
-    best = None
-    for node in ast.walk(fn):
-        if isinstance(node, ast.Assign) and node.lineno <= before and \
-                any(isinstance(t, ast.Name) and t.id == name for t in node.targets) and \
-                (best is None or node.lineno > best.lineno):
-            best = node
-    return best.value if best is not None else None

@@ -12,7 +12,7 @@ import hashlib
 import logging
 import math
 import time
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 
 from kernellab.evaluate.options import EvalOptions, with_stages
@@ -112,7 +112,3 @@ def faster(candidate: Screened, incumbent: Screened, margin: float = 0.01) -> bo
     ratio = math.exp(sum(math.log(old[0] / new[0]) for new, old in pairs) / len(pairs))
     pessimistic = math.exp(sum(math.log(max(old[1], 1e-9) / max(new[2], 1e-9)) for new, old in pairs) / len(pairs))
     return ratio >= 1 + margin and pessimistic > 1.0
-
-
-def with_budget(options: EvalOptions, timing_budget_s: float) -> EvalOptions:
-    return replace(options, timing_budget_s=timing_budget_s)
