@@ -21,6 +21,18 @@ class AgentError(Exception):
     """An agent that cannot run here (CLI missing, no key, bad option): one line for the user."""
 
 
+_TRUE = ("1", "true", "yes", "on")
+_FALSE = ("0", "false", "no", "off")
+
+
+def parse_flag(value: Any) -> bool | None:
+    """An on/off option given as a bool or as text (``--agent-option screen=off``); None when neither."""
+    if isinstance(value, bool):
+        return value
+    text = str(value).strip().lower()
+    return True if text in _TRUE else False if text in _FALSE else None
+
+
 @dataclass(frozen=True)
 class Budget:
     """Limits of one solve: wall seconds, money, iterations (proposals); ``None`` = unlimited.

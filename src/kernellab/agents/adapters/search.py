@@ -39,6 +39,7 @@ from kernellab.agents.base import (
     Proposal,
     ProposalRequest,
     Usage,
+    parse_flag,
     register,
 )
 from kernellab.agents.search.candidates import Candidate, CandidatePool
@@ -51,11 +52,10 @@ FIRST_ESTIMATE_S = 20.0  # assumed length of one screening evaluation before any
 
 
 def _flag(name: str, value: Any) -> bool:
-    if isinstance(value, bool):
-        return value
-    if isinstance(value, str) and value.lower() in ("1", "true", "yes", "on", "0", "false", "no", "off"):
-        return value.lower() in ("1", "true", "yes", "on")
-    raise AgentError(f"search: option {name} must be true or false, not {value!r}")
+    flag = parse_flag(value)
+    if flag is None:
+        raise AgentError(f"search: option {name} must be true or false, not {value!r}")
+    return flag
 
 
 def _integer(name: str, value: Any) -> int:

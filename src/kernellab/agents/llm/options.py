@@ -9,7 +9,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from kernellab.agents.base import AgentError
+from kernellab.agents.base import AgentError, parse_flag
 
 PROVIDERS = ("openai", "anthropic")
 DEFAULT_KEY_ENV = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"}
@@ -108,14 +108,10 @@ def _number(kind: type) -> Callable[[str, Any], Any]:
 
 
 def _flag(name: str, value: Any) -> bool:
-    if isinstance(value, bool):
-        return value
-    text = str(value).strip().lower()
-    if text in ("1", "true", "yes", "on"):
-        return True
-    if text in ("0", "false", "no", "off"):
-        return False
-    raise AgentError(f"api agent: {name} must be true or false, not {value!r}")
+    flag = parse_flag(value)
+    if flag is None:
+        raise AgentError(f"api agent: {name} must be true or false, not {value!r}")
+    return flag
 
 
 _CONVERT: dict[str, Callable[[str, Any], Any]] = {

@@ -17,7 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from kernellab.agents.base import AgentError, Budget
+from kernellab.agents.base import AgentError, Budget, parse_flag
 
 if TYPE_CHECKING:
     from kernellab.agents.strategies.context import Candidate, SearchContext
@@ -129,14 +129,10 @@ def _convert(strategy: str, name: str, annotation: str, value: Any) -> Any:
             return None
         raise bad(f"a value of type {base}")
     if base == "bool":
-        if isinstance(value, bool):
-            return value
-        text = str(value).strip().lower()
-        if text in ("1", "true", "yes", "on"):
-            return True
-        if text in ("0", "false", "no", "off"):
-            return False
-        raise bad("true or false")
+        flag = parse_flag(value)
+        if flag is None:
+            raise bad("true or false")
+        return flag
     if base in ("int", "float"):
         if isinstance(value, bool):
             raise bad("a number")
