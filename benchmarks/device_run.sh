@@ -4,6 +4,7 @@
 #   bash benchmarks/device_run.sh [corpus|timing|faults|speed|speedcold|units|repeat]...   (default: all but speedcold)
 #   the suite on all configs, one ~10-minute call per shard:  validate1 .. validate4, selfcheck1 .. selfcheck4
 #   the search agent improving the suite's Triton baselines:  search
+#   evaluators side by side (carry .external/, see docs/side_by_side.md):  sidebyside
 set -u
 export PYTHONPATH="$PWD/src${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1
 export KERNELLAB_CACHE_DIR="${KERNELLAB_CACHE_DIR:-/tmp/kernellab-cache}"
@@ -27,6 +28,8 @@ for step in $steps; do
     selfcheck[1-4]) timeout 560 python benchmarks/suite_selfcheck.py --shard "${step#selfcheck}/4" \
                      --out "$RES/suite_selfcheck_${step#selfcheck}.json" ;;
     search) timeout 560 python benchmarks/search_baselines.py --out "$RES/search_baselines.json" ;;
+    sidebyside) timeout 560 python benchmarks/evaluators_side_by_side.py --kernelbench .external/KernelBench \
+                  --autokernel .external/autokernel --out "$RES/side_by_side.json" ;;
   esac > "$RES/$step.log" 2>&1
   echo "== $step: exit $? in $(( $(date +%s) - start )) s"
   tail -n 12 "$RES/$step.log"
