@@ -20,6 +20,7 @@ from typing import Any
 import torch
 
 import kernellab
+from kernellab.evaluate.ceilings import device_name
 from kernellab.evaluate.options import EvalOptions, Resolved, resolve
 from kernellab.evaluate.reference import Case, add_precision_probes, build_case, case_nbytes
 from kernellab.evaluate.verdict import Mode, Verdict
@@ -47,10 +48,9 @@ def versions() -> dict[str, str]:
             "kernellab": kernellab.__version__}
 
 
-def device_name(device: str) -> str:
-    if device == "cuda":
-        return torch.cuda.get_device_name()
-    return f"cpu ({platform.processor() or platform.machine()})"
+def device_label(device: str) -> str:
+    """What verdicts name the device by: the GPU's name, or the CPU's."""
+    return device_name(device) or f"cpu ({platform.processor() or platform.machine()})"
 
 
 class EvalSession:
@@ -72,7 +72,7 @@ class EvalSession:
         self.ceilings = None
         self._count = 0
         self.versions = versions()
-        self.device_label = device_name(self.device)
+        self.device_label = device_label(self.device)
 
     # ------------------------------------------------------------------------------------ lifecycle
 
