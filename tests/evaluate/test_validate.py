@@ -51,6 +51,40 @@ def test_weights_that_do_not_matter_are_found(tmp_path):
     assert any("insensitive to the weights" in f for f in report.failures), report.failures
 
 
+def _one_file_task(tmp_path: Path, name: str, forward: str, inputs: str) -> Path:
+    folder = tmp_path / name
+    folder.mkdir()
+    (folder / "reference.py").write_text(
+        "import torch\nimport torch.nn as nn\nN = 4096\n\n"
+        "class Model(nn.Module):\n"
+        f"    def forward(self, x):\n        {forward}\n\n"
+        f"def get_inputs():\n    return [{inputs}]\n\n"
+        "def get_init_inputs():\n    return []\n")
+    return folder
+
+
+def test_a_reference_that_changes_between_runs_is_rejected(tmp_path):
+    folder = _one_file_task(tmp_path, "noisy", "return x + 1e-6 * torch.rand_like(x)", "torch.randn(8, N)")
+    report = validate_task(load_task(folder), "cpu", 1 << 16)
+    assert any("not deterministic" in f for f in report.failures), report.failures
+
+
+def test_summation_order_differences_at_float64_rounding_are_deterministic_enough(tmp_path):
+    # Each run adds the row in another order, as a GPU scan may: the results differ in the last bits
+    # (sin: values with all 53 bits, since float32 draws sum exactly in float64).
+    folder = _one_file_task(tmp_path, "reordered", "return x.sin()[:, torch.rand(x.shape[1]).argsort()].cumsum(1)[:, -1:] * x",
+                            "torch.randn(8, N)")
+    report = validate_task(load_task(folder), "cpu", 1 << 16)
+    assert report.passed, report.failures
+
+
+def test_inputs_holding_inf_by_design_do_not_make_the_scale_infinite(tmp_path):
+    folder = _one_file_task(tmp_path, "overflow_flag", "return torch.where(torch.isfinite(x), x * 3, 0.0)",
+                            "torch.cat([torch.randn(8, N), torch.full((8, 1), float('inf'))], 1)")
+    report = validate_task(load_task(folder), "cpu", 1 << 16)
+    assert report.passed, report.failures
+
+
 def test_shards_partition_the_list():
     items = list(range(10))
     parts = [shard(items, f"{i}/3") for i in (1, 2, 3)]

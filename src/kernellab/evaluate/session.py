@@ -26,7 +26,7 @@ from kernellab.evaluate.reference import Case, add_precision_probes, build_case,
 from kernellab.evaluate.verdict import Mode, Verdict
 from kernellab.sandbox.forkserver import ForkServer, shared_server
 from kernellab.tasks.materialize import Problem, load_problem
-from kernellab.tasks.model import Config, Task, Visibility
+from kernellab.tasks.model import Config, Task, TaskError, Visibility
 
 log = logging.getLogger(__name__)
 
@@ -205,12 +205,20 @@ FREE_RESERVE = 0.2  # cases are dropped while less than this fraction of the GPU
 
 
 def _case_budget(device: str) -> int:
-    """Device memory for kept reference cases: 45% of the GPU's (8 GiB on the CPU).
+    """Device memory for kept reference cases: 45% of the GPU's (8 GiB on the CPU), or
+    ``KERNELLAB_CASE_CACHE_GB`` where several sessions share one GPU (parallel shards, a campaign's
+    workers): each one taking 45% would run the others out of memory.
 
     A full evaluation of a large task (RMSNorm up to 16384², three dtypes, forward and backward)
     holds about 40 GB of cases; with less, least-recently-used eviction drops every case before
     its next use and each candidate rebuilds them all. The candidate child's own needs are far
     below the rest."""
+    override = os.environ.get("KERNELLAB_CASE_CACHE_GB")
+    if override:
+        try:
+            return int(float(override) * (1 << 30))
+        except ValueError:
+            raise TaskError(f"KERNELLAB_CASE_CACHE_GB must be a number of GiB, not {override!r}") from None
     if device == "cuda":
         return int(torch.cuda.get_device_properties(0).total_memory * 0.45)
     return 8 << 30
