@@ -3,7 +3,7 @@
 # benchmarks. Logs and JSON go to $OUT (default benchmarks/results). Usage:
 #   bash benchmarks/device_run.sh [corpus|timing|faults|speed|speedcold|units|repeat]...   (default: all but speedcold)
 #   the suite on all configs, one ~10-minute call per shard:  validate1 .. validate4, selfcheck1 .. selfcheck4
-#   the search agent improving the suite's Triton baselines:  search
+#   the search agent improving the suite's Triton baselines:  search (keep-revert), evolve
 #   evaluators side by side (carry .external/, see docs/side_by_side.md):  sidebyside
 set -u
 export PYTHONPATH="$PWD/src${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1
@@ -27,7 +27,10 @@ for step in $steps; do
                      --resume --state "$RES/validate_shard${step#validate}.json" ;;
     selfcheck[1-4]) timeout 560 python benchmarks/suite_selfcheck.py --shard "${step#selfcheck}/4" \
                      --out "$RES/suite_selfcheck_${step#selfcheck}.json" ;;
-    search) timeout 560 python benchmarks/search_baselines.py --out "$RES/search_baselines.json" ;;
+    search) timeout 560 python benchmarks/search_baselines.py --keep "$RES/search_solves" --out "$RES/search_baselines.json" ;;
+    evolve) timeout 300 python benchmarks/search_baselines.py --strategy evolve --max-proposals 6 --total-time 240 \
+              --time-per-task 60 --tasks matmul/matmul_nt,fusion/softcap_softmax,optimizer/lion,matmul/gram_matrix \
+              --keep "$RES/evolve_solves" --out "$RES/search_evolve.json" ;;
     sidebyside) timeout 560 python benchmarks/evaluators_side_by_side.py --kernelbench .external/KernelBench \
                   --autokernel .external/autokernel --out "$RES/side_by_side.json" ;;
   esac > "$RES/$step.log" 2>&1
