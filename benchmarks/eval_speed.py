@@ -5,7 +5,15 @@
 
 "Cold" is measured twice: with empty caches (device ceilings and baseline timings, torch.compile
 included, are measured on first use) and with those caches filled, as on any later day on the same
-machine. Prints a table and writes JSON.
+machine. With ``--skip-empty-cache`` the warm session runs first and its first evaluation fills the
+caches, so the cold process after it still finds them filled (before, it ran first against a new,
+empty cache folder and measured the empty-cache case under the filled-cache name). The JSON records
+how many baseline rows and ceilings the cache held before each cold run. Prints a table and writes
+JSON.
+
+On a machine without a GPU everything runs under the Triton interpreter (small configs only, no
+timing): the numbers then show the CPU paths (imports, the fork server, children, checks), not the
+GPU's.
 """
 
 from __future__ import annotations
@@ -33,7 +41,19 @@ ANCHORS_S = {"AutoKernel bench.py, RMSNorm starter": 8.7, "AutoKernel bench.py, 
              "KernelBench eval_kernel_against_ref, level-1 softmax": 82.0}
 
 
+def cache_state(cache: Path) -> dict:
+    """What the cache holds: baseline rows and device ceilings (a cold run with none of them measures them)."""
+    def entries(name: str) -> int:
+        try:
+            return len(json.loads((cache / name).read_text()))
+        except (OSError, ValueError):
+            return 0
+
+    return {"baseline_rows": entries("baselines.json"), "ceilings": entries("ceilings.json")}
+
+
 def cold(task: str, candidate: str, cache: Path) -> dict:
+    before = cache_state(cache)
     env = dict(os.environ, KERNELLAB_CACHE_DIR=str(cache))
     started = time.perf_counter()
     proc = subprocess.run([sys.executable, "-m", "kernellab.cli.main", "eval", "--task", task, "--candidate",
@@ -42,7 +62,7 @@ def cold(task: str, candidate: str, cache: Path) -> dict:
     verdict = json.loads(proc.stdout) if proc.stdout.strip().startswith("{") else {}
     return {"wall_s": round(wall, 2), "exit": proc.returncode, "status": verdict.get("status"),
             "compile_s": verdict.get("compile_seconds"), "elapsed_s": verdict.get("elapsed_s"),
-            "stderr_tail": proc.stderr[-300:]}
+            "cache_before": before, "stderr_tail": proc.stderr[-300:]}
 
 
 def _write_profile(profiler: cProfile.Profile, path: Path) -> None:
@@ -63,17 +83,25 @@ def main() -> None:
     parser.add_argument("--profile", metavar="PATH",
                         help="profile the last warm evaluation (judge side) with cProfile; write the table here")
     parser.add_argument("--skip-empty-cache", action="store_true",
-                        help="skip the first cold run (it measures ceilings and every torch.compile baseline)")
+                        help="skip the empty-cache cold run (it measures ceilings and every torch.compile "
+                             "baseline); the warm session then fills the cache before the filled-cache cold run")
+    parser.add_argument("--cache-dir", metavar="DIR",
+                        help="the ceilings and baselines cache to use (default: a new, empty folder)")
+    parser.add_argument("--holdout-timing", default="one", choices=("one", "all"),
+                        help="time holdout configs in one dtype each (the default) or in every dtype (the warm "
+                             "session only: the cold `kernellab eval` process uses the default)")
     args = parser.parse_args()
-    cache = Path(tempfile.mkdtemp(prefix="kernellab-cache-"))
-    result = {"task": args.task, "candidate": args.candidate}
+    cache = Path(args.cache_dir) if args.cache_dir else Path(tempfile.mkdtemp(prefix="kernellab-cache-"))
+    cache.mkdir(parents=True, exist_ok=True)
+    result = {"task": args.task, "candidate": args.candidate, "holdout_timing": args.holdout_timing}
     if not args.skip_empty_cache:
         result["cold_empty_caches"] = cold(args.task, args.candidate, cache)
         print(f"cold, empty caches: {result['cold_empty_caches']['wall_s']} s", flush=True)
-    result["cold_warm_caches"] = cold(args.task, args.candidate, cache)
+        result["cold_warm_caches"] = cold(args.task, args.candidate, cache)
     os.environ["KERNELLAB_CACHE_DIR"] = str(cache)
     warm = []
-    with EvalSession(load_task(args.task), EvalOptions()) as session:
+    options = EvalOptions(holdout_timing_dtypes=args.holdout_timing)
+    with EvalSession(load_task(args.task), options) as session:
         first = session.evaluate(args.candidate)  # builds references; baselines come from the cache
         copies = []
         for i in range(args.repeats):  # a new file each time: a new candidate, nothing reused
@@ -99,12 +127,14 @@ def main() -> None:
         result["device"] = session.device_label
         result["session_first_s"] = round(first.elapsed_s, 2)
     result["warm"] = warm
+    if args.skip_empty_cache:  # after the session: its first evaluation filled the cache
+        result["cold_warm_caches"] = cold(args.task, args.candidate, cache)
     result["anchors_s"] = ANCHORS_S
     print(f"{'measurement':58s} {'seconds':>8s}")
     for name in [n for n in ("cold_empty_caches", "cold_warm_caches") if n in result]:
         r = result[name]
         print(f"{name + ' (process wall, ' + str(r['status']) + ')':58s} {r['wall_s']:8.2f}   "
-              f"compile {r['compile_s']}")
+              f"compile {r['compile_s']}   cache before: {r['cache_before']}")
     for i, w in enumerate(warm):
         print(f"{'warm #' + str(i + 1) + ' evaluation, compile apart (' + w['status'] + ')':58s} "
               f"{w['evaluation_s']:8.2f}   compile {w['compile_s']}")

@@ -188,7 +188,11 @@ def backward(ctx) -> StageResult | None:
 
 
 def holdout(ctx) -> StageResult | None:
-    """Holdout configs: never shown to agents; failures are reported apart from seen correctness."""
+    """Holdout configs: never shown to agents; failures are reported apart from seen correctness.
+
+    Every holdout config is checked in every dtype; it is timed in the dtypes
+    ``Resolved.holdout_timing_dtypes`` names (one per config by default: the holdout speedup is one
+    number per config, and timing each dtype tripled this stage's timing)."""
     if ctx.session.options.configs == "seen" or ctx.verdict.failed_stage is not None:
         return None
     configs, skipped = _configs(ctx, Visibility.HOLDOUT)
@@ -207,11 +211,16 @@ def holdout(ctx) -> StageResult | None:
     holdout = ctx.verdict.holdout
     holdout.correct = None if not configs else not failed
     holdout.failed_configs = failed
-    if ctx.session.device == "cuda" and ctx.session.options.time_holdout and configs and not failed:
+    timed = ctx.session.resolved.holdout_timing_dtypes()
+    if ctx.session.device == "cuda" and ctx.session.options.time_holdout and configs and not failed and timed:
         from kernellab.evaluate.stages.performance import time_configs
 
+        if len(timed) < len(ctx.session.resolved.dtypes):
+            note = f"holdout configs timed in {', '.join(timed)} only (checked in every dtype)"
+            if note not in ctx.verdict.notes:
+                ctx.verdict.notes.append(note)
         before = len(ctx.timing_failures)
-        holdout.timings = time_configs(ctx, configs, holdout=True)
+        holdout.timings = time_configs(ctx, configs, holdout=True, dtypes=timed)
         holdout.speedup = _geomeans(holdout.timings)
         wrong = ctx.timing_failures[before:]
         if wrong:  # wrong outputs on the holdout timing inputs: the holdout is not correct

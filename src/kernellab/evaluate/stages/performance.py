@@ -80,14 +80,15 @@ def input_sets(ctx, config: Config, dtype: str, backward: bool, holdout: bool) -
     return [first] + [case(k) for k in range(1, count)]
 
 
-def time_configs(ctx, configs: list[Config], holdout: bool = False) -> list[Timing]:
-    """Timing rows for configs × dtypes × phases. Holdouts are timed forward only and without a
-    torch.compile baseline (an Inductor compile per config): their speedup is reported vs eager and
-    vs the baseline kernel."""
+def time_configs(ctx, configs: list[Config], holdout: bool = False,
+                 dtypes: tuple[str, ...] | None = None) -> list[Timing]:
+    """Timing rows for configs × dtypes × phases (``dtypes``: default, every evaluated one). Holdouts
+    are timed forward only and without a torch.compile baseline (an Inductor compile per config):
+    their speedup is reported vs eager and vs the baseline kernel."""
     rows = []
     phases = [False, True] if ctx.session.task.backward and not holdout else [False]
     for config in configs:
-        for dtype in ctx.session.resolved.dtypes:
+        for dtype in ctx.session.resolved.dtypes if dtypes is None else dtypes:
             for backward in phases:
                 rows.append(_time_one(ctx, config, dtype, backward, holdout))
     return rows
