@@ -13,12 +13,13 @@ from typing import Any
 
 import torch
 
+from kernellab.evaluate import seeds
 from kernellab.evaluate.policy import KernelRecord, judge_op_log, judge_trace
 from kernellab.evaluate.reference import Case
 from kernellab.evaluate.tolerance import compare_output, normalised_error
-from kernellab.evaluate.verdict import ConfigCheck, Violation, ViolationKind
+from kernellab.evaluate.verdict import ConfigCheck, Stage, Violation, ViolationKind
 from kernellab.sandbox.evidence import as_bits, fingerprint, has_poison
-from kernellab.tasks.model import OutputSpec
+from kernellab.tasks.model import OutputSpec, Visibility
 
 # A float32 error counts as a precision downcast when it is within this factor of what eager
 # PyTorch gets in a lower precision: far above float32 rounding, close to the lower format's.
@@ -42,11 +43,13 @@ def poison_sizes(case: Case) -> list[tuple[int, str]]:
 
 
 def run_case(ctx, case: Case, *, profile: bool = False, backward: bool = False,
-             label: str | None = None, same_buffers: bool = False) -> CallOutcome:
+             label: str | None = None, same_buffers: bool = False, project: bool | None = None) -> CallOutcome:
     """Restore the case's inputs, call the candidate once, and judge what came back.
 
     ``same_buffers``: the call must see its new values in the previous call's input memory (the
     judge's GPU tensors are shared, so on the GPU the caller arranges it; the CPU child does it).
+    ``project``: record the projections of the outputs for the timing stage (default: for the input
+    sets timing will time, see ``timing_reuses``).
     """
     case.restore_inputs()
     call: dict[str, Any] = {"inputs": case.inputs, "same_buffers": same_buffers}
@@ -67,9 +70,10 @@ def run_case(ctx, case: Case, *, profile: bool = False, backward: bool = False,
     if contract:
         check.passed, check.note = False, contract[0].detail
         return CallOutcome(check, violations, outputs)
-    if ctx.session.device == "cuda" and not backward and not case.mutated_indices():
+    if (timing_reuses(ctx, case, backward) if project is None else project) \
+            and case.input_key not in ctx.projections:
         weights = ctx.projection_weights()
-        ctx.projections[case.input_key] = [project(o, weights) for o in outputs]
+        ctx.projections[case.input_key] = [project_output(o, weights) for o in outputs]
     mutated = [inputs_after[i] for i in case.mutated_indices()]
     compared = outputs + mutated
     check, poison = _compare_all(case, compared, where)
@@ -81,7 +85,29 @@ def run_case(ctx, case: Case, *, profile: bool = False, backward: bool = False,
     return CallOutcome(check, violations, outputs)
 
 
-def project(output: Any, weights: torch.Tensor) -> tuple[float, float]:
+def timing_reuses(ctx, case: Case, backward: bool = False) -> bool:
+    """Whether the timing stage times the candidate on this case's inputs and compares the timed
+    outputs with the projections of these checked ones: forward cases of seen configs (the sweep's
+    seeds) and of holdout configs in a timed dtype, on the GPU, of tasks that mutate no input.
+    Stability variants, edge, small and backward cases are never timing sets; projecting their
+    outputs cost a float64 pass and two host reads each for nothing."""
+    session = ctx.session
+    if session.device != "cuda" or backward or case.variant is not None or case.grad_outputs is not None \
+            or case.mutated_indices():
+        return False
+    visibility = case.problem.config.visibility
+    if visibility is Visibility.SEEN:
+        offset, wanted = seeds.SWEEP, session.resolved.wants(Stage.TIMING)
+    elif visibility is Visibility.HOLDOUT:
+        offset = seeds.HOLDOUT
+        wanted = session.resolved.wants(Stage.HOLDOUT) and session.options.time_holdout \
+            and case.dtype in session.resolved.holdout_timing_dtypes()
+    else:
+        return False
+    return wanted and seeds.is_trial(session.options.seed, offset, case.seed)
+
+
+def project_output(output: Any, weights: torch.Tensor) -> tuple[float, float]:
     """An output's fingerprint on ``weights`` and the scale a timed call's may differ by."""
     if not isinstance(output, torch.Tensor):
         return fingerprint(output, weights), 0.0

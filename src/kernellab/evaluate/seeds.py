@@ -18,3 +18,9 @@ HOLDOUT = 31
 def trial(base_seed: int, offset: int, k: int) -> int:
     """The seed of the ``k``-th input set of a stage whose first set has ``base_seed + offset``."""
     return base_seed + offset + TRIAL_STEP * k
+
+
+def is_trial(base_seed: int, offset: int, seed: int) -> bool:
+    """Whether ``seed`` is one of the input sets ``trial(base_seed, offset, k)`` draws (k ≥ 0)."""
+    k, rest = divmod(seed - base_seed - offset, TRIAL_STEP)
+    return k >= 0 and rest == 0

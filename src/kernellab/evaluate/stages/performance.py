@@ -205,7 +205,7 @@ def _expected_fingerprints(ctx, sets: list[Case], label: str) -> list[list[tuple
     expected = []
     for case in sets:
         if case.input_key not in ctx.projections:
-            outcome = run_case(ctx, case, label=f"{label} [timing inputs]")
+            outcome = run_case(ctx, case, label=f"{label} [timing inputs]", project=True)
             for v in outcome.violations:
                 ctx.violate(v.kind, v.detail)
             if not outcome.passed:
