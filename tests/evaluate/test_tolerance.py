@@ -72,3 +72,22 @@ def test_adversarial_inputs_scale_the_floor_too():
     assert tolerance_for(torch.float32, 0.0, 8, adversarial=True) == 8 * FLOORS[torch.float32]
     assert tolerance_for(torch.float32, 1e-3, 8, adversarial=True) == 8e-3
     assert tolerance_for(torch.float32, float("inf"), 8) == float("inf")  # eager cannot do it either
+
+
+def _tf32(x: torch.Tensor) -> torch.Tensor:
+    """Round float32 to TF32's 10-bit mantissa (to nearest), as tensor cores read their inputs."""
+    bits = x.contiguous().view(torch.int32)
+    return ((bits + 0x1000) & ~0x1FFF).view(torch.float32)
+
+
+def test_a_tf32_product_passes_where_the_task_allows_tf32_and_fails_where_it_does_not():
+    # M=1, K=1: eager (cuBLAS) runs such a shape without TF32, so its error cannot set the tolerance.
+    g = torch.Generator().manual_seed(3)
+    a, b = torch.randn(1, 1, generator=g), torch.randn(1, 17, generator=g)
+    ref = a.double() @ b.double()
+    out = (_tf32(a) @ _tf32(b)).to(torch.float64)
+    spec = OutputSpec()
+    err = normalised_error(out, ref)[1]
+    assert err > 1e-4  # TF32 rounding shows
+    assert compare_output(out, ref, spec, tolerance_for(torch.float32, 0.0, 8, tf32=True)).passed
+    assert not compare_output(out, ref, spec, tolerance_for(torch.float32, 0.0, 8)).passed

@@ -136,7 +136,7 @@ def build_case(problem: Problem, dtype: str, seed: int, device: str, *, backward
         # An infinite eager error (eager overflows where float64 does not) gives an infinite
         # tolerance, which the stability stage reads as "eager cannot do it either" and skips.
         tolerances.append(tolerance_for(torch_dtype, err if err == err else 0.0, task.tolerance_factor,
-                                        adversarial=transform is not None))
+                                        adversarial=transform is not None, tf32=task.fp32_precision == "tf32"))
     case = Case(problem, dtype, seed, device, init_inputs, inputs, pristine, ref_outputs,
                 len(ref_outputs) - len(mutated), tolerances, state, eager, float64_fallback=fallback)
     case.expected_outputs = [torch.empty(o.shape, dtype=o.dtype, device="meta")
@@ -225,7 +225,8 @@ def _add_gradients(case: Case, ref_model_64: torch.nn.Module | None) -> None:
     case.grad_tolerances = {}
     for name, g in case.ref_grads.items():
         err = normalised_error(eager[name], g)[1] if eager.get(name) is not None else 0.0
-        case.grad_tolerances[name] = tolerance_for(TORCH_DTYPES[case.dtype], err, task.tolerance_factor)
+        case.grad_tolerances[name] = tolerance_for(TORCH_DTYPES[case.dtype], err, task.tolerance_factor,
+                                                   tf32=task.fp32_precision == "tf32")
 
 
 def case_nbytes(case: Case) -> int:

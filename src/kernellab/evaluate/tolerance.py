@@ -16,6 +16,10 @@ from kernellab.tasks.model import Comparator, OutputSpec
 
 # Floors per dtype: the smallest tolerance, for ops whose eager error is ~0 (copies, exact ops).
 FLOORS = {torch.float64: 1e-10, torch.float32: 2e-5, torch.float16: 2e-3, torch.bfloat16: 1.6e-2}
+# float32 where the task allows TF32 (``fp32_precision = "tf32"``): inputs rounded to a 10-bit
+# mantissa, 8 units of roundoff (2^-11) as bfloat16's floor is 8 of its own. Eager cannot set this
+# floor itself: cuBLAS runs small or degenerate shapes (M = 1, K = 1) without TF32 at all.
+TF32_FLOOR = 8 * 2.0 ** -11
 _TINY = 1e-30
 
 
@@ -44,12 +48,14 @@ def normalised_error(out: torch.Tensor, ref: torch.Tensor) -> tuple[float, float
     return max_abs, max_abs / max(rms, _TINY) if max_abs > 0 else 0.0
 
 
-def tolerance_for(dtype: torch.dtype, eager_err: float, factor: float, *, adversarial: bool = False) -> float:
+def tolerance_for(dtype: torch.dtype, eager_err: float, factor: float, *, adversarial: bool = False,
+                  tf32: bool = False) -> float:
     """``max(floor, factor × eager error)``. For the stability stage's adversarial inputs the factor
     applies to the floor too: there eager can be exact by luck (a constant row has zero variance in
     Welford's algorithm) while any other sound algorithm, such as a two-pass mean, loses a few ulps
-    that 1/sqrt(eps) amplifies; what those inputs test is robustness, not the last bits."""
-    floor = FLOORS.get(dtype, 1e-5)
+    that 1/sqrt(eps) amplifies; what those inputs test is robustness, not the last bits. ``tf32``:
+    the task allows TF32 for float32 (its floor is ``TF32_FLOOR``)."""
+    floor = TF32_FLOOR if tf32 and dtype == torch.float32 else FLOORS.get(dtype, 1e-5)
     return factor * max(floor, eager_err) if adversarial else max(floor, factor * eager_err)
 
 
