@@ -35,6 +35,70 @@ _synchronize = torch.cuda.synchronize
 _thread_count = threading.active_count
 
 
+class Received:
+    """What the judge sent to this process, by storage: memory the child must never send back.
+
+    torch cannot send a CUDA tensor received from another process ("Attempted to send CUDA tensor
+    received from another process"): a gradient that *is* the judge's ``grad_output`` (``a + b``
+    passes it through unchanged), or a result that aliases an input, has to be copied before it is
+    sent. Only those are copied: ``own`` looks the storage up here and returns every other tensor
+    as it is. The registry holds weak references, so it never keeps the judge's memory mapped.
+
+    ``keep`` holds received CUDA storages strongly until ``release``: the next message that names
+    the same judge memory (the timing request after the checks of its input sets, the repeated
+    calls of the determinism stage, the same inputs sent again) then finds it already mapped in
+    torch's IPC cache instead of opening and closing a CUDA IPC mapping per request. The harness
+    releases them when the judge moves to another config or dtype, so at most one config's input
+    sets stay mapped (the judge's LRU may free a case the child still maps; its memory is then
+    returned when the child lets go).
+    """
+
+    def __init__(self) -> None:
+        from torch.multiprocessing.reductions import StorageWeakRef
+
+        self._weak = StorageWeakRef
+        self.refs: dict[int, Any] = {}  # storage data_ptr -> StorageWeakRef
+        self.kept: dict[int, Any] = {}  # storage data_ptr -> storage (CUDA only)
+
+    def add(self, obj: Any, keep: bool = False) -> None:
+        """Register every tensor in ``obj`` (lists, tuples and dict values are walked)."""
+        if isinstance(obj, torch.Tensor):
+            storage = obj.untyped_storage()
+            ptr = storage.data_ptr()
+            if ptr == 0 or storage.nbytes() == 0:
+                return
+            ref = self.refs.get(ptr)
+            if ref is None or ref.expired():
+                self.refs[ptr] = self._weak(storage)
+            if keep and obj.is_cuda:
+                self.kept[ptr] = storage
+        elif isinstance(obj, (list, tuple)):
+            for item in obj:
+                self.add(item, keep)
+        elif isinstance(obj, dict):
+            for item in obj.values():
+                self.add(item, keep)
+
+    def holds(self, t: torch.Tensor) -> bool:
+        storage = t.untyped_storage()
+        ptr = storage.data_ptr()
+        if ptr == 0:
+            return False
+        ref = self.refs.get(ptr)
+        return ref is not None and not ref.expired()
+
+    def own(self, t: Any) -> Any:
+        """``t`` if this process may send it, else a copy (it is memory the judge sent)."""
+        if isinstance(t, torch.Tensor) and self.holds(t):
+            return t.detach().clone()
+        return t
+
+    def release(self) -> None:
+        """Let the kept mappings go and forget storages that no longer exist."""
+        self.kept.clear()
+        self.refs = {ptr: ref for ptr, ref in self.refs.items() if not ref.expired()}
+
+
 
 class Harness:
     def __init__(self, spec: dict[str, Any]):
@@ -44,6 +108,7 @@ class Harness:
         self.models: dict[str, torch.nn.Module] = {}
         self.keep: list[Any] = []  # tensors the judge still reads through IPC
         self.input_slots: list[Any] = []  # the previous call's input tensors, for same-pointer calls
+        self.received = Received()
         self.base_threads = _thread_count()
         self.launches = track_interpreter_launches() if self.interpret else None
         if self.interpret:
@@ -79,6 +144,8 @@ class Harness:
         # Constructed on the CPU under the same seed as the reference: identical seeding.
         model = cast_model(build_model(self.model_cls, init_inputs, seed), dtype, keep_dtype, self.device)
         copied = copy_matching_state(state, model)
+        self.received.release()  # another config or dtype: its inputs are other memory of the judge
+        self.received.add((init_inputs, state))
         self.models.clear()  # one live model at a time keeps GPU memory bounded
         self.models[key] = model
         return {"copied": copied}
@@ -88,6 +155,7 @@ class Harness:
         """Call the model once per entry; each entry: inputs, and for backward grad_outputs + wrt."""
         model = self.models[key]
         self.keep = []
+        self.received.add([(call["inputs"], call.get("grad_outputs")) for call in calls], keep=True)
         if self.device == "cuda":
             # Outputs the judge has finished reading wait in torch's IPC limbo until collected; until
             # then their blocks cannot be reused and each call allocates anew.
@@ -109,6 +177,7 @@ class Harness:
                 backward: dict[str, Any] | None) -> dict[str, Any]:
         """Time calls rotating over ``input_sets``; every call's outputs are fingerprinted afterwards."""
         model = self.models[key]
+        self.received.add((input_sets, weights, backward["grad_outputs"] if backward else None), keep=True)
         fingerprints: list[tuple[int, list[float]]] = []
 
         def call(i: int) -> Any:
@@ -157,12 +226,17 @@ class Harness:
             with context:
                 got = torch.autograd.grad([t for t in flat if isinstance(t, torch.Tensor) and t.requires_grad],
                                           wrt, call["grad_outputs"], allow_unused=True)
-            grads = {"inputs": list(got[:len(wrt_idx)]),
-                     "params": {n: g for (n, p), g in zip(_grad_params(model), got[len(wrt_idx):])}}
+            # A gradient may be the judge's own grad_output (an addition passes it through) or another
+            # tensor it sent: those, and only those, are copied so that they can be sent back.
+            own = self.received.own
+            grads = {"inputs": [own(g) for g in got[:len(wrt_idx)]],
+                     "params": {n: own(g) for (n, p), g in zip(_grad_params(model), got[len(wrt_idx):])}}
         if self.device == "cuda":
             _synchronize()
         types = [type(t).__module__ + "." + type(t).__qualname__ for t in flat]
-        # Copies: the judge must see what the output held when the call returned, not later writes.
+        # Copies: the judge must see what the output held when the call returned, not later writes
+        # (a deferred kernel, a later call of the same request). They are also what makes an output
+        # that is an input, or a view of one, sendable.
         sendable = [t.detach().clone() if isinstance(t, torch.Tensor) else t for t in flat]
         self.keep.append(sendable)
         # On the CPU the judge cannot see this process's copies of the inputs: send them back so it

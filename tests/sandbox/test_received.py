@@ -1,0 +1,156 @@
+"""Memory the judge sent to a child: never sent back as is, kept mapped across requests.
+
+torch refuses to send a CUDA tensor received from another process. A candidate whose gradient is
+the judge's own ``grad_output`` (an addition passes it through: the reference of
+``positional/relative_position_bias`` evaluated as its own candidate did this on the H100) or
+whose result aliases an input must still get a verdict, so the child copies exactly those tensors.
+"""
+
+from __future__ import annotations
+
+import os
+import textwrap
+from pathlib import Path
+
+import pytest
+import torch
+
+from kernellab.sandbox.candidate import CandidateProcess, ChildSpec
+from kernellab.sandbox.child import Received
+from kernellab.sandbox.forkserver import ForkServer
+
+PASSES_GRAD_THROUGH = textwrap.dedent("""
+    import torch
+    import torch.nn as nn
+
+    class ModelNew(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.bias = nn.Parameter(torch.zeros(4))
+
+        def forward(self, x):
+            return x + self.bias  # d/dx is grad_output itself
+""")
+
+RETURNS_ITS_INPUT = textwrap.dedent("""
+    import torch.nn as nn
+
+    class ModelNew(nn.Module):
+        def forward(self, x):
+            return x
+""")
+
+
+def test_only_received_memory_is_copied():
+    received = Received()
+    x, mine = torch.randn(8), torch.randn(8)
+    received.add([{"inputs": [x]}, (None, 3)])
+    assert received.holds(x) and received.holds(x[2:]) and received.holds(x.view(2, 4))
+    assert not received.holds(mine)
+    copy = received.own(x[2:])
+    assert copy.data_ptr() != x[2:].data_ptr() and torch.equal(copy, x[2:])
+    assert received.own(mine) is mine  # everything else goes as it is: no copy per output
+    assert received.own(None) is None
+
+
+def test_the_registry_forgets_storages_that_died():
+    received = Received()
+    x = torch.randn(1 << 10)
+    received.add(x)
+    ptr = x.untyped_storage().data_ptr()
+    del x
+    received.release()
+    assert ptr not in received.refs
+    assert not received.kept  # CPU tensors are never held: nothing to keep mapped
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    work = tmp_path_factory.mktemp("forkserver")
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(work), "TRITON_INTERPRET": "1"}
+    srv = ForkServer(env, work / "forkserver.log")
+    yield srv
+    srv.close()
+
+
+def _child(server, tmp_path: Path, source: str, device: str = "cpu") -> CandidateProcess:
+    path = tmp_path / "candidate.py"
+    path.write_text(source)
+    env = {"PATH": os.environ.get("PATH", ""), "HOME": str(tmp_path)}
+    child = CandidateProcess(server, ChildSpec(device, device == "cpu", env, tmp_path / "candidate.log"))
+    child.request("import", 30, path=str(path))
+    child.request("instantiate", 30, key="k", init_inputs=[], seed=0, state={}, dtype="float32", keep_dtype=[])
+    return child
+
+
+def _gradient_passed_through(child: CandidateProcess, device: str) -> None:
+    x = torch.randn(3, 4, device=device)
+    grad = torch.randn(3, 4, device=device)
+    for _ in range(2):  # the second request finds the same memory still mapped
+        value = child.request("run", 30, key="k", calls=[{"inputs": [x], "wrt": [0], "grad_outputs": [grad]}],
+                              poison_bytes=[], profile=False)
+        result = value["results"][0]
+        assert result["outputs"][0].shape == x.shape
+        assert torch.equal(result["grads"]["inputs"][0].to(device), grad)
+        assert torch.equal(result["grads"]["params"]["bias"].to(device), grad.sum(0))
+
+
+def test_a_gradient_that_is_the_judges_grad_output_comes_back(server, tmp_path):
+    child = _child(server, tmp_path, PASSES_GRAD_THROUGH)
+    try:
+        _gradient_passed_through(child, "cpu")
+    finally:
+        child.close()
+
+
+def test_an_output_that_is_the_input_comes_back(server, tmp_path):
+    child = _child(server, tmp_path, RETURNS_ITS_INPUT)
+    try:
+        x = torch.randn(5)
+        value = child.request("run", 30, key="k", calls=[{"inputs": [x]}], poison_bytes=[], profile=False)
+        assert torch.equal(value["results"][0]["outputs"][0], x)
+    finally:
+        child.close()
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+def test_a_gradient_that_is_the_judges_grad_output_comes_back_on_the_gpu(tmp_path):
+    work = tmp_path / "server"
+    work.mkdir()
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(work)}
+    server = ForkServer(env, work / "forkserver.log")
+    try:
+        child = _child(server, tmp_path, PASSES_GRAD_THROUGH, device="cuda")
+        try:
+            _gradient_passed_through(child, "cuda")
+        finally:
+            child.close()
+    finally:
+        server.close()
+
+
+def _reference_as_candidate(device: str):
+    from kernellab.evaluate.options import EvalOptions
+    from kernellab.evaluate.session import EvalSession
+    from kernellab.tasks.load import load_task
+    from kernellab.tasks.model import Policy
+
+    task = load_task("positional/relative_position_bias")
+    options = EvalOptions(policy=Policy.OFF, compile_baseline=False, time_holdout=False, device=device)
+    with EvalSession(task, options) as session:
+        verdict = session.evaluate(task.root / "reference.py")
+    assert verdict.status.value == "passed", verdict.error
+    assert not verdict.violations
+    assert any(s.name.value == "backward" and s.passed for s in verdict.stages)
+
+
+@pytest.mark.slow
+def test_the_relative_position_bias_reference_passes_as_its_own_candidate():
+    _reference_as_candidate("cpu")
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+def test_the_relative_position_bias_reference_passes_as_its_own_candidate_on_the_gpu():
+    _reference_as_candidate("cuda")
