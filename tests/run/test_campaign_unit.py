@@ -127,3 +127,85 @@ def test_the_run_record_and_idempotent_jobs(tmp_path):
                       resume=True)
     with pytest.raises(CampaignError, match="no campaign to resume"):
         open_campaign(tmp_path / "none", spec, INTERPRET, confined=True, confinement={}, resume=True)
+
+
+def _probe(path, kind) -> bool:
+    """Whether another process could take ``path`` now (``kind``: fcntl.LOCK_SH or LOCK_EX)."""
+    import fcntl
+    import os
+
+    fd = os.open(path, os.O_RDWR | os.O_CREAT)
+    try:
+        fcntl.flock(fd, kind | fcntl.LOCK_NB)
+        return True
+    except BlockingIOError:
+        return False
+    finally:
+        os.close(fd)
+
+
+def test_timing_scope_holds_the_lock_shared_while_judging_and_exclusive_while_timing(tmp_path):
+    import fcntl
+
+    from kernellab.evaluate.stages import performance
+    from kernellab.run.scheduler import install_timing_lock
+
+    class P:
+        def __init__(self, phase):
+            self.phase = phase
+
+    lock = GpuLock(0, tmp_path)
+    gate = EvaluationGate(lock, scope="timing")
+    seen = []
+    original = performance.time_configs
+    try:
+        performance.time_configs = lambda *a, **k: seen.append(
+            (lock.mode, _probe(lock.path, fcntl.LOCK_SH))) or []
+        install_timing_lock(lock)
+        install_timing_lock(lock)  # once per lock
+        gate(P("evaluating"))
+        assert lock.mode == "shared" and _probe(lock.path, fcntl.LOCK_SH) and not _probe(lock.path, fcntl.LOCK_EX)
+        assert performance.time_configs(None, []) == []
+        assert seen == [("exclusive", False)]  # nobody else, not even a correctness check, during a timing
+        assert lock.mode == "shared"  # back to shared once timed
+        gate(P("iteration"))
+        assert not lock.held and _probe(lock.path, fcntl.LOCK_EX)
+        performance.time_configs(None, [])  # a timing outside an evaluation (a screening) is exclusive too
+        assert seen[-1] == ("exclusive", False) and not lock.held
+    finally:
+        performance.time_configs = original
+        gate.close()
+    with pytest.raises(ValueError):
+        EvaluationGate(lock, scope="everything")
+
+
+def test_a_shared_holder_lets_others_share_and_a_timing_waits_for_it(tmp_path):
+    judging, timing = GpuLock(0, tmp_path), GpuLock(0, tmp_path)
+    other = GpuLock(0, tmp_path)
+    judging.acquire_shared()
+    other.acquire_shared()  # two correctness checks at once
+    got = threading.Event()
+    t = threading.Thread(target=lambda: (timing.acquire(), got.set()))
+    t.start()
+    assert not got.wait(0.3)
+    judging.release()
+    assert not got.wait(0.3)
+    other.release()
+    t.join(5)
+    assert got.is_set() and timing.mode == "exclusive"
+    timing.release()
+
+
+def test_eval_options_are_part_of_the_campaign(tmp_path):
+    spec = CampaignSpec(tasks=("elementwise/relu",), agents=("replay",), agent_options={"replay": {"kernels": "/x"}},
+                        eval_options={"compile_baseline": "false", "timing_budget_s": "0.2"})
+    assert spec.evaluation_overrides() == {"compile_baseline": False, "timing_budget_s": 0.2}
+    assert CampaignSpec.from_dict(spec.to_dict()) == spec
+    for bad in ({"stages": "smoke"}, {"time_holdout": "maybe"}, {"timing_budget_s": "-1"}):
+        with pytest.raises(CampaignError, match="--eval-option"):
+            CampaignSpec(tasks=spec.tasks, agents=spec.agents, eval_options=bad)
+    store, _ = open_campaign(tmp_path / "run", spec, INTERPRET, confined=True, confinement={}, resume=False)
+    store.close()
+    other = CampaignSpec(tasks=spec.tasks, agents=spec.agents, agent_options=spec.agent_options)
+    with pytest.raises(CampaignError, match="another eval_options"):
+        open_campaign(tmp_path / "run", other, INTERPRET, confined=True, confinement={}, resume=True)

@@ -67,6 +67,14 @@ def run_command(
     agent_concurrency: Annotated[int | None, typer.Option(
         "--agent-concurrency", help="jobs at once (default: one per GPU; 1 without a GPU)")] = None,
     device: Annotated[str | None, typer.Option("--device", help="cpu: interpreter mode even with a GPU")] = None,
+    eval_option: Annotated[list[str] | None, typer.Option(
+        "--eval-option", help="key=value for every job's evaluation: compile_baseline, time_holdout, "
+                              "timing_budget_s (repeatable)")] = None,
+    gpu_lock: Annotated[str, typer.Option(
+        "--gpu-lock", help="evaluation: one evaluation at a time per GPU; timing: correctness checks overlap, "
+                           "one timing at a time")] = "evaluation",
+    retime_rounds: Annotated[int, typer.Option(
+        "--retime-rounds", help="rounds of the finalists' interleaved re-timing at the end (0: none)")] = 3,
     no_confine: Annotated[bool, typer.Option("--no-confine", help="run CLI agents unconfined (marked so)")] = False,
     resume: Annotated[bool, typer.Option("--resume", help="continue the campaign in --out")] = False,
     debug: Annotated[bool, typer.Option("--debug", help="tracebacks; workers log at debug level")] = False,
@@ -93,12 +101,15 @@ def run_command(
         spec = CampaignSpec(tasks=resolve_tasks(tasks), agents=tuple(agent), seeds=seeds, strategy=strategy,
                             agent_options=parse_agent_options(agent_option, list(agent)),
                             strategy_options=parse_pairs(strategy_option, "--strategy-option"), budget=budget,
-                            confine=not no_confine)
+                            confine=not no_confine, eval_options=parse_pairs(eval_option, "--eval-option"))
         placement = plan_placement(gpus=parse_gpus(gpus), backend=backend, address=address,
-                                   agent_concurrency=agent_concurrency, device=device)
+                                   agent_concurrency=agent_concurrency, device=device, lock_scope=gpu_lock)
         if placement.agent_concurrency < 1:
             raise CampaignError(f"--agent-concurrency must be at least 1, not {placement.agent_concurrency}")
-        outcome = run_campaign(out, spec, placement, resume=resume, console=console, debug=debug)
+        if retime_rounds < 0:
+            raise CampaignError(f"--retime-rounds must be 0 or more, not {retime_rounds}")
+        outcome = run_campaign(out, spec, placement, resume=resume, console=console, debug=debug,
+                               retime_rounds=retime_rounds)
     except (*UsageError, AgentError, StoreError) as exc:
         report_usage_error(exc, debug)
         raise typer.Exit(2) from None

@@ -27,7 +27,10 @@ JOBS_DIR = "jobs"
 STALE_AFTER_S = 120.0
 SUITE_WORDS = ("suite", "all")
 # What identifies a campaign: a resumed one must ask for the same (backend, GPUs, concurrency may change).
-SPEC_KEYS = ("tasks", "agents", "agent_options", "seeds", "strategy", "strategy_options", "budget", "confine")
+SPEC_KEYS = ("tasks", "agents", "agent_options", "seeds", "strategy", "strategy_options", "budget", "confine",
+             "eval_options")
+# --eval-option: what a campaign may change in every job's evaluation (its verdicts are judged alike), by type
+EVAL_OPTION_TYPES = {"compile_baseline": bool, "time_holdout": bool, "timing_budget_s": float}
 
 
 class CampaignError(TaskError):
@@ -46,6 +49,7 @@ class CampaignSpec:
     strategy_options: Mapping[str, str] = field(default_factory=dict)
     budget: str | None = None
     confine: bool = True
+    eval_options: Mapping[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if not self.tasks:
@@ -60,21 +64,46 @@ class CampaignSpec:
         if unknown:
             raise CampaignError(f"--agent-option for {min(unknown)!r}, which is not among the agents "
                                 f"({', '.join(self.agents)})")
+        self.evaluation_overrides()  # a bad --eval-option fails here
 
     def to_dict(self) -> dict[str, Any]:
         return {"tasks": list(self.tasks), "agents": list(self.agents), "seeds": self.seeds,
                 "strategy": self.strategy, "agent_options": {a: dict(o) for a, o in self.agent_options.items()},
-                "strategy_options": dict(self.strategy_options), "budget": self.budget, "confine": self.confine}
+                "strategy_options": dict(self.strategy_options), "budget": self.budget, "confine": self.confine,
+                "eval_options": dict(self.eval_options)}
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> CampaignSpec:
         return cls(tasks=tuple(d["tasks"]), agents=tuple(d["agents"]), seeds=int(d["seeds"]),
                    strategy=d["strategy"], agent_options={a: dict(o) for a, o in d.get("agent_options", {}).items()},
                    strategy_options=dict(d.get("strategy_options") or {}), budget=d.get("budget"),
-                   confine=bool(d.get("confine", True)))
+                   confine=bool(d.get("confine", True)), eval_options=dict(d.get("eval_options") or {}))
 
     def options_for(self, agent: str) -> dict[str, str]:
         return dict(self.agent_options.get(agent, {}))
+
+    def evaluation_overrides(self) -> dict[str, Any]:
+        """``eval_options`` converted for ``EvalOptions`` (``compile_baseline=false`` and so on)."""
+        from kernellab.agents.base import parse_flag
+
+        out: dict[str, Any] = {}
+        for key, text in self.eval_options.items():
+            kind = EVAL_OPTION_TYPES.get(key)
+            if kind is None:
+                raise CampaignError(f"--eval-option {key!r} is not one of {', '.join(EVAL_OPTION_TYPES)}")
+            if kind is bool:
+                value = parse_flag(text)
+                if value is None:
+                    raise CampaignError(f"--eval-option {key} must be true or false, not {text!r}")
+            else:
+                try:
+                    value = float(text)
+                except (TypeError, ValueError):
+                    value = -1.0
+                if not value > 0:
+                    raise CampaignError(f"--eval-option {key} must be a positive number, not {text!r}")
+            out[key] = value
+        return out
 
 
 @dataclass(frozen=True)
@@ -87,6 +116,7 @@ class Placement:
     agent_concurrency: int = 1
     address: str | None = None
     device: str = "cpu"
+    lock_scope: str = "evaluation"  # the GPU lock held exclusively per evaluation, or per timing
 
     @property
     def interpret(self) -> bool:
@@ -217,4 +247,5 @@ def campaign_placement(run: RunRecord) -> Placement:
     p = dict(run.config.get("placement") or {})
     return Placement(mode=p.get("mode", run.config.get("mode", "interpret")), backend=p.get("backend", "local"),
                      gpus=tuple(p.get("gpus") or ()), agent_concurrency=int(p.get("agent_concurrency", 1)),
-                     address=p.get("address"), device=p.get("device", run.device or "cpu"))
+                     address=p.get("address"), device=p.get("device", run.device or "cpu"),
+                     lock_scope=p.get("lock_scope", "evaluation"))

@@ -52,7 +52,8 @@ def execute_job(store: Store, job: JobRecord, spec: CampaignSpec, *, interpret: 
         try:
             result = solve(job.task_id, job.agent, spec.options_for(job.agent), spec.strategy,
                            dict(spec.strategy_options), spec.budget, out, confine=spec.confine, progress=progress,
-                           eval_options=EvalOptions(device="cpu" if interpret else "cuda"), seed=job.seed,
+                           eval_options=EvalOptions(device="cpu" if interpret else "cuda",
+                                                    **spec.evaluation_overrides()), seed=job.seed,
                            resume=(out / DB_NAME).exists())
         except KeyboardInterrupt:
             store.requeue(job)

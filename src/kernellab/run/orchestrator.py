@@ -19,7 +19,7 @@ from rich.console import Console
 
 from kernellab.run.campaign import CampaignError, CampaignSpec, Placement, open_campaign
 from kernellab.run.progress import CampaignProgress, Standing
-from kernellab.run.scheduler import plan_slots
+from kernellab.run.scheduler import LOCK_SCOPES, plan_slots
 
 log = logging.getLogger(__name__)
 
@@ -63,9 +63,13 @@ def detect_gpus() -> tuple[tuple[int, ...], str]:
 
 
 def plan_placement(*, gpus: tuple[int, ...] | None, backend: str, address: str | None,
-                   agent_concurrency: int | None, device: str | None = None) -> Placement:
+                   agent_concurrency: int | None, device: str | None = None,
+                   lock_scope: str = "evaluation") -> Placement:
     """Where to run. No GPU (or ``device='cpu'``): interpreter mode, correctness only. With GPUs and no
-    ``agent_concurrency``, one worker per GPU."""
+    ``agent_concurrency``, one worker per GPU. ``lock_scope``: ``evaluation`` or ``timing``
+    (``scheduler.EvaluationGate``)."""
+    if lock_scope not in LOCK_SCOPES:
+        raise CampaignError(f"--gpu-lock {lock_scope!r} is not one of {', '.join(LOCK_SCOPES)}")
     found, name = ((), "") if device == "cpu" else detect_gpus()
     if gpus is not None and device != "cpu":
         missing = sorted(set(gpus) - set(found)) if backend == "local" else []
@@ -83,11 +87,12 @@ def plan_placement(*, gpus: tuple[int, ...] | None, backend: str, address: str |
         k = agent_concurrency or 1
         return Placement("interpret", backend, (), k, address, "cpu (Triton interpreter: correctness only)")
     k = agent_concurrency or len(found)
-    return Placement("gpu", backend, found, k, address, name or "cuda")
+    return Placement("gpu", backend, found, k, address, name or "cuda", lock_scope)
 
 
 def run_campaign(run_dir: Path, spec: CampaignSpec, placement: Placement, *, resume: bool, console: Console,
                  debug: bool = False, retime_rounds: int = 3) -> CampaignOutcome:
+    """``retime_rounds``: rounds of the finalists' interleaved re-timing at the end (0: none)."""
     from kernellab.agents.base import registered
     from kernellab.agents.solve import plan_confinement
     from kernellab.agents.strategies import create_strategy
@@ -118,7 +123,8 @@ def run_campaign(run_dir: Path, spec: CampaignSpec, placement: Placement, *, res
         final = progress.last
         finalists = None
         unfinished = final.counts.get("pending", 0) + final.counts.get("running", 0)
-        if not interrupted and not unfinished and not placement.interpret and placement.backend == "local":
+        if not interrupted and not unfinished and not placement.interpret and placement.backend == "local" \
+                and retime_rounds > 0:
             console.print("re-timing the finalists, interleaved, on one GPU", markup=False, highlight=False)
             finalists = _retime(run_dir, placement.gpus[0], retime_rounds)
         return CampaignOutcome(run_dir, run.id, final, interrupted, status, finalists)
@@ -130,12 +136,13 @@ def _backend(placement: Placement, slots: list, debug: bool) -> Any:
     if placement.backend == "ray":
         from kernellab.run.backends.ray_backend import RayBackend
 
-        return RayBackend(slots, interpret=placement.interpret, address=placement.address)
+        return RayBackend(slots, interpret=placement.interpret, address=placement.address,
+                          lock_scope=placement.lock_scope)
     if placement.backend != "local":
         raise CampaignError(f"--backend {placement.backend!r} is not local or ray")
     from kernellab.run.backends.local import LocalBackend
 
-    return LocalBackend(slots, interpret=placement.interpret, debug=debug)
+    return LocalBackend(slots, interpret=placement.interpret, debug=debug, lock_scope=placement.lock_scope)
 
 
 def _retime(run_dir: Path, gpu: int, rounds: int) -> dict[str, Any] | None:

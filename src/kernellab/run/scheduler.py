@@ -9,6 +9,11 @@ interleaved re-timing of finalists.
   ``GpuLock`` — an ``flock`` on ``<lock dir>/gpu-<index>.lock``, shared by every campaign on the host —
   so two timings never share a GPU, while the other workers' agents keep working. ``EvaluationGate``
   takes the lock when a solve reports ``evaluating`` or ``final`` and gives it back at its next report.
+  Its scope is ``evaluation`` (the lock held exclusively for the whole evaluation) or ``timing``: the
+  lock held *shared* while a kernel is judged (correctness checks of several workers overlap on the
+  GPU) and *exclusively* around each timing (``install_timing_lock``), so a timing still has the GPU
+  to itself. A turnstile (``gpu-<index>.turn.lock``) keeps a waiting timing from being starved by a
+  stream of correctness checks.
 - **Finalists**: at the end, the final kernel of every job that passed is timed again on one GPU,
   round-robin over the finalists for several rounds (``interleaved_order``), so clock and thermal drift
   touch every finalist alike; the medians are recorded as ``retime`` events and in
@@ -17,12 +22,15 @@ interleaved re-timing of finalists.
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
+import functools
 import json
 import logging
 import os
 import statistics
-from collections.abc import Sequence
+import threading
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Self
@@ -35,6 +43,7 @@ log = logging.getLogger(__name__)
 
 FINALISTS_FILE = "finalists.json"
 EVALUATING_PHASES = frozenset({"evaluating", "final"})
+LOCK_SCOPES = ("evaluation", "timing")
 
 
 @dataclass(frozen=True)
@@ -55,36 +64,85 @@ def lock_dir() -> Path:
 
 
 class GpuLock:
-    """Exclusive use of one GPU for evaluation, across processes and campaigns on this host. The
-    kernel releases an ``flock`` when its holder dies, so a killed worker never leaves it taken."""
+    """Use of one GPU for evaluation, across processes and campaigns on this host: held exclusively
+    (``acquire``: a timing, or a whole evaluation) or shared (``acquire_shared``: correctness checks,
+    which may overlap each other but never a timing). The kernel releases an ``flock`` when its holder
+    dies, so a killed worker never leaves it taken.
+
+    One ``GpuLock`` per GPU and process: ``flock`` locks belong to an open file, so two objects on
+    the same file in one process exclude each other like two processes do. Changing from shared to
+    exclusive lets the shared hold go first (``flock`` cannot convert atomically), then queues at the
+    turnstile like any newcomer; nothing waits on the turnstile while holding the GPU lock, so no
+    two holders can deadlock."""
 
     def __init__(self, gpu: int, directory: Path | None = None) -> None:
         self.gpu = gpu
-        self.path = (directory or lock_dir()) / f"gpu-{gpu}.lock"
+        folder = directory or lock_dir()
+        self.path = folder / f"gpu-{gpu}.lock"
+        self.turnstile = folder / f"gpu-{gpu}.turn.lock"
         self._fd: int | None = None
+        self.mode: str | None = None  # None, "shared" or "exclusive"
+        self._mutex = threading.RLock()  # the threads of one process take turns in changing the mode
 
     @property
     def held(self) -> bool:
-        return self._fd is not None
+        return self._fd is not None and self.mode is not None
 
     def acquire(self) -> None:
-        if self._fd is not None:
-            return
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX)
-        except BaseException:
-            os.close(fd)
-            raise
-        self._fd = fd
+        """Exclusive use (a shared hold is given up first)."""
+        self._take("exclusive")
+
+    def acquire_shared(self) -> None:
+        """Shared use: alongside other shared holders, never alongside an exclusive one."""
+        self._take("shared")
 
     def release(self) -> None:
-        if self._fd is None:
-            return
-        fd, self._fd = self._fd, None
-        fcntl.flock(fd, fcntl.LOCK_UN)
-        os.close(fd)
+        with self._mutex:
+            if self._fd is None:
+                return
+            fd, self._fd, self.mode = self._fd, None, None
+            fcntl.flock(fd, fcntl.LOCK_UN)
+            os.close(fd)
+
+    @contextlib.contextmanager
+    def exclusive(self) -> Iterator[None]:
+        """Exclusive use for the block (a timing), then back to what was held before."""
+        with self._mutex:
+            before = self.mode
+            self.acquire()
+            try:
+                yield
+            finally:
+                if before == "shared":
+                    self.acquire_shared()
+                elif before is None:
+                    self.release()
+
+    def _take(self, mode: str) -> None:
+        with self._mutex:
+            if self.mode == mode:
+                return
+            if self.mode == "exclusive":  # exclusive to shared: nobody can overtake a downgrade
+                fcntl.flock(self._fd, fcntl.LOCK_SH)
+                self.mode = mode
+                return
+            if self._fd is None:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+                self._fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+            elif self.mode == "shared":
+                fcntl.flock(self._fd, fcntl.LOCK_UN)
+                self.mode = None
+            turn = os.open(self.turnstile, os.O_RDWR | os.O_CREAT, 0o644)
+            try:
+                fcntl.flock(turn, fcntl.LOCK_EX)
+                fcntl.flock(self._fd, fcntl.LOCK_EX if mode == "exclusive" else fcntl.LOCK_SH)
+                self.mode = mode
+            except BaseException:
+                fd, self._fd, self.mode = self._fd, None, None
+                os.close(fd)
+                raise
+            finally:
+                os.close(turn)  # closing it releases the turnstile
 
     def __enter__(self) -> Self:
         self.acquire()
@@ -95,24 +153,54 @@ class GpuLock:
 
 
 class EvaluationGate:
-    """A solve's ``progress`` callback that holds the GPU lock while the solve judges a kernel."""
+    """A solve's ``progress`` callback that holds the GPU lock while the solve judges a kernel:
+    exclusively (scope ``evaluation``), or shared with the timings exclusive (scope ``timing``, with
+    ``install_timing_lock`` done in this process)."""
 
-    def __init__(self, lock: GpuLock | None, forward: Any = None) -> None:
+    def __init__(self, lock: GpuLock | None, forward: Any = None, scope: str = "evaluation") -> None:
+        if scope not in LOCK_SCOPES:
+            raise ValueError(f"lock scope {scope!r} is not one of {', '.join(LOCK_SCOPES)}")
         self.lock = lock
         self.forward = forward
+        self.scope = scope
 
     def __call__(self, progress: Any) -> None:
         if self.lock is not None:
-            if progress.phase in EVALUATING_PHASES:
-                self.lock.acquire()
-            else:
+            if progress.phase not in EVALUATING_PHASES:
                 self.lock.release()
+            elif self.scope == "timing":
+                self.lock.acquire_shared()
+            else:
+                self.lock.acquire()
         if self.forward is not None:
             self.forward(progress)
 
     def close(self) -> None:
         if self.lock is not None:
             self.lock.release()
+
+
+def install_timing_lock(lock: GpuLock) -> None:
+    """Make every timing of this process — the candidate's, its baselines', the device ceilings',
+    holdout timings, a search agent's screening — hold ``lock`` exclusively, by wrapping the
+    evaluator's one entry point for timing (``performance.time_configs``). Idempotent per lock.
+
+    Done in the worker process only. A hook the evaluator offers itself (a ``timing_guard`` in
+    ``EvalOptions``) would replace this wrapping; see docs/run.md, "Several GPUs"."""
+    from kernellab.evaluate.stages import performance
+
+    current = performance.time_configs
+    if getattr(current, "gpu_lock", None) is lock:
+        return
+    original = getattr(current, "__wrapped__", current)
+
+    @functools.wraps(original)
+    def locked(*args: Any, **kwargs: Any) -> Any:
+        with lock.exclusive():
+            return original(*args, **kwargs)
+
+    locked.gpu_lock = lock  # type: ignore[attr-defined]
+    performance.time_configs = locked
 
 
 # ------------------------------------------------------------------------------------ finalists

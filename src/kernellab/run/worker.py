@@ -1,6 +1,6 @@
 """A campaign worker: claim a job, run it, record it, until none is left.
 
-``python -m kernellab.run.worker RUN_DIR --name w0 [--gpu 0 | --interpret]`` — started by the local
+``python -m kernellab.run.worker RUN_DIR --name w0 [--gpu 0 [--lock-scope timing] | --interpret]`` — started by the local
 backend (one process per slot, ``CUDA_VISIBLE_DEVICES`` naming its GPU) or run inside a Ray task.
 SIGINT or SIGTERM ends the job in hand cleanly (the solve records what it did and the job goes back
 to pending) and stops the worker. A thread beats the job's heartbeat, and, when asked to watch a
@@ -22,7 +22,7 @@ from typing import Any
 
 from kernellab.run.campaign import campaign_spec
 from kernellab.run.job import execute_job
-from kernellab.run.scheduler import EvaluationGate, GpuLock
+from kernellab.run.scheduler import EvaluationGate, GpuLock, install_timing_lock
 from kernellab.score.store import Store
 
 log = logging.getLogger(__name__)
@@ -31,8 +31,10 @@ HEARTBEAT_S = 5.0  # how often a running job's heartbeat is written (and the par
 
 
 def work(run_dir: Path, name: str, *, gpu: int | None, interpret: bool, watch_parent: int | None = None,
-         progress: Callable[[Any], None] | None = None) -> int:
-    """Run jobs of the campaign in ``run_dir`` until none is pending; returns how many this worker ran."""
+         progress: Callable[[Any], None] | None = None, lock_scope: str = "evaluation") -> int:
+    """Run jobs of the campaign in ``run_dir`` until none is pending; returns how many this worker ran.
+    ``lock_scope``: what the GPU lock is held exclusively for, the whole ``evaluation`` or each ``timing``
+    (``scheduler.EvaluationGate``)."""
     store = Store.open(run_dir, create=False)
     stop = threading.Event()
     current: dict[str, int] = {}
@@ -45,12 +47,14 @@ def work(run_dir: Path, name: str, *, gpu: int | None, interpret: bool, watch_pa
             raise RuntimeError(f"{run_dir}: no campaign recorded")
         spec = campaign_spec(run)
         lock = GpuLock(gpu) if gpu is not None and not interpret else None
+        if lock is not None and lock_scope == "timing":
+            install_timing_lock(lock)
         while True:
             job = store.claim_next_job(name, gpu=None if gpu is None else str(gpu), run_id=run.id)
             if job is None:
                 break
             current["job"] = job.id
-            gate = EvaluationGate(lock, progress)
+            gate = EvaluationGate(lock, progress, lock_scope)
             try:
                 outcome = execute_job(store, job, spec, interpret=interpret, progress=gate)
             finally:
@@ -94,6 +98,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--name", required=True)
     parser.add_argument("--gpu", type=int, default=None)
     parser.add_argument("--interpret", action="store_true")
+    parser.add_argument("--lock-scope", choices=("evaluation", "timing"), default="evaluation")
     parser.add_argument("--watch-parent", type=int, default=None)
     parser.add_argument("--debug", action="store_true")
     args = parser.parse_args(argv)
@@ -101,7 +106,8 @@ def main(argv: list[str] | None = None) -> int:
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     signal.signal(signal.SIGTERM, _interrupt)
     try:
-        work(args.run_dir, args.name, gpu=args.gpu, interpret=args.interpret, watch_parent=args.watch_parent)
+        work(args.run_dir, args.name, gpu=args.gpu, interpret=args.interpret, watch_parent=args.watch_parent,
+             lock_scope=args.lock_scope)
     except KeyboardInterrupt:
         return 130
     return 0

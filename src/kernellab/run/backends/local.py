@@ -29,17 +29,19 @@ STOP_GRACE_S = 60.0  # after Ctrl-C, how long workers get to record what they di
 class LocalBackend:
     name = "local"
 
-    def __init__(self, slots: Sequence[WorkerSlot], *, interpret: bool, debug: bool = False) -> None:
+    def __init__(self, slots: Sequence[WorkerSlot], *, interpret: bool, debug: bool = False,
+                 lock_scope: str = "evaluation") -> None:
         self.slots = list(slots)
         self.interpret = interpret
         self.debug = debug
+        self.lock_scope = lock_scope
         self.procs: dict[str, subprocess.Popen] = {}
 
     def command(self, run_dir: Path, slot: WorkerSlot) -> list[str]:
         argv = [sys.executable, "-m", "kernellab.run.worker", str(run_dir), "--name", slot.name,
                 "--watch-parent", str(os.getpid())]
         if slot.gpu is not None and not self.interpret:
-            argv += ["--gpu", str(slot.gpu)]
+            argv += ["--gpu", str(slot.gpu), "--lock-scope", self.lock_scope]
         if self.interpret:
             argv.append("--interpret")
         if self.debug:

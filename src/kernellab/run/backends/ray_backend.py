@@ -30,7 +30,7 @@ def import_ray() -> Any:
     return ray
 
 
-def _remote_worker(run_dir: str, name: str, interpret: bool) -> int:
+def _remote_worker(run_dir: str, name: str, interpret: bool, lock_scope: str = "evaluation") -> int:
     """Runs on a Ray worker: the ordinary worker loop, on the GPU Ray gave this task."""
     import ray
 
@@ -40,15 +40,16 @@ def _remote_worker(run_dir: str, name: str, interpret: bool) -> int:
     if not interpret:
         ids = ray.get_gpu_ids()
         gpu = int(ids[0]) if ids else None
-    return work(Path(run_dir), name, gpu=gpu, interpret=interpret)
+    return work(Path(run_dir), name, gpu=gpu, interpret=interpret, lock_scope=lock_scope)
 
 
 class RayBackend:
     name = "ray"
 
     def __init__(self, slots: Sequence[WorkerSlot], *, interpret: bool, address: str | None = None,
-                 init_options: dict[str, Any] | None = None) -> None:
+                 init_options: dict[str, Any] | None = None, lock_scope: str = "evaluation") -> None:
         self.ray = import_ray()
+        self.lock_scope = lock_scope
         self.slots = list(slots)
         self.interpret = interpret
         self.address = address
@@ -62,7 +63,7 @@ class RayBackend:
             ray.init(address=self.address, log_to_driver=False, **self.init_options)
         try:
             remote = ray.remote(num_gpus=0 if self.interpret else 1, num_cpus=1, max_retries=0)(_remote_worker)
-            refs = {slot.name: remote.remote(str(run_dir.resolve()), slot.name, self.interpret)
+            refs = {slot.name: remote.remote(str(run_dir.resolve()), slot.name, self.interpret, self.lock_scope)
                     for slot in self.slots}
             self._refs = list(refs.values())
             pending = list(refs.values())
