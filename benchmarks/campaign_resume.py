@@ -48,6 +48,8 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT / "src") not in sys.path:
+    sys.path.insert(0, str(ROOT / "src"))  # this checkout's kernellab, as for the campaign's subprocesses
 GPU_EVAL_OPTIONS = ("compile_baseline=false", "time_holdout=false")
 # Triton baselines first (search tunes them, replay re-scores them), then tasks a search template
 # matches (no baseline: the template is both agents' kernel). Chosen for small, quick seen configs.
