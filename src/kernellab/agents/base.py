@@ -11,6 +11,7 @@ configs, and never judge themselves.
 from __future__ import annotations
 
 import abc
+import math
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -31,6 +32,22 @@ def parse_flag(value: Any) -> bool | None:
         return value
     text = str(value).strip().lower()
     return True if text in _TRUE else False if text in _FALSE else None
+
+
+def parse_number(value: Any, whole: bool = False) -> int | float:
+    """A number option given as a number or as text (``--agent-option max_steps=20``); ValueError
+    whose text says what it must be ("a number", "a whole number") otherwise."""
+    if isinstance(value, bool):
+        raise ValueError("a number")
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        raise ValueError("a number") from None
+    if not whole:
+        return number
+    if not math.isfinite(number) or number != int(number):
+        raise ValueError("a whole number")
+    return int(number)
 
 
 @dataclass(frozen=True)

@@ -40,6 +40,7 @@ from kernellab.agents.base import (
     ProposalRequest,
     Usage,
     parse_flag,
+    parse_number,
     register,
 )
 from kernellab.agents.search.candidates import Candidate, CandidatePool
@@ -60,9 +61,9 @@ def _flag(name: str, value: Any) -> bool:
 
 def _integer(name: str, value: Any) -> int:
     try:
-        return int(value)
-    except (TypeError, ValueError):
-        raise AgentError(f"search: option {name} must be an integer, not {value!r}") from None
+        return int(parse_number(value, whole=True))
+    except ValueError as exc:
+        raise AgentError(f"search: option {name} must be {exc}, not {value!r}") from None
 
 
 def _count(name: str, value: Any) -> int:

@@ -9,7 +9,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from kernellab.agents.base import AgentError, parse_flag
+from kernellab.agents.base import AgentError, parse_flag, parse_number
 
 PROVIDERS = ("openai", "anthropic")
 DEFAULT_KEY_ENV = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"}
@@ -92,17 +92,10 @@ def _optional(convert: Callable[[str, Any], Any]) -> Callable[[str, Any], Any]:
 
 def _number(kind: type) -> Callable[[str, Any], Any]:
     def run(name: str, value: Any) -> Any:
-        if isinstance(value, bool):
-            raise AgentError(f"api agent: {name} must be a number, not {value!r}")
         try:
-            number = float(value)
-        except (TypeError, ValueError):
-            raise AgentError(f"api agent: {name} must be a number, not {value!r}") from None
-        if kind is int:
-            if number != int(number):
-                raise AgentError(f"api agent: {name} must be a whole number, not {value!r}")
-            return int(number)
-        return number
+            return parse_number(value, whole=kind is int)
+        except ValueError as exc:
+            raise AgentError(f"api agent: {name} must be {exc}, not {value!r}") from None
 
     return run
 

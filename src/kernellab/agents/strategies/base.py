@@ -17,7 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from kernellab.agents.base import AgentError, Budget, parse_flag
+from kernellab.agents.base import AgentError, Budget, parse_flag, parse_number
 
 if TYPE_CHECKING:
     from kernellab.agents.strategies.context import Candidate, SearchContext
@@ -134,17 +134,10 @@ def _convert(strategy: str, name: str, annotation: str, value: Any) -> Any:
             raise bad("true or false")
         return flag
     if base in ("int", "float"):
-        if isinstance(value, bool):
-            raise bad("a number")
         try:
-            number = float(value)
-        except (TypeError, ValueError):
-            raise bad("a number") from None
-        if base == "int":
-            if number != int(number):
-                raise bad("a whole number")
-            return int(number)
-        return number
+            return parse_number(value, whole=base == "int")
+        except ValueError as exc:
+            raise bad(str(exc)) from None
     if base == "str":
         if not isinstance(value, str):
             raise bad("text")
