@@ -25,7 +25,7 @@ for step in $steps; do
     repeat) timeout 240 python benchmarks/eval_repeatability.py --out "$RES/eval_repeatability.json" ;;
     validate[1-4]) timeout 560 python -m kernellab.cli.main tasks validate --device cuda --shard "${step#validate}/4" \
                      --resume --state "$RES/validate_shard${step#validate}.json" ;;
-    selfcheck[1-4]) timeout 560 python benchmarks/suite_selfcheck.py --shard "${step#selfcheck}/4" \
+    selfcheck[1-4]) timeout 560 python benchmarks/suite_selfcheck.py --resume --shard "${step#selfcheck}/4" \
                      --out "$RES/suite_selfcheck_${step#selfcheck}.json" ;;
     search) timeout 560 python benchmarks/search_baselines.py --keep "$RES/search_solves" --out "$RES/search_baselines.json" ;;
     evolve) timeout 300 python benchmarks/search_baselines.py --strategy evolve --max-proposals 6 --total-time 240 \
