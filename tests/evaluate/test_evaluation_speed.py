@@ -106,3 +106,78 @@ def test_only_the_input_sets_timing_reuses_are_projected(rmsnorm):
     assert timing_reuses(every, _case(rmsnorm, holdout, "float32", seeds.HOLDOUT))
     assert not timing_reuses(_ctx(rmsnorm, EvalOptions(time_holdout=False)), _case(rmsnorm, holdout, seed=seeds.HOLDOUT))
     assert not timing_reuses(_ctx(rmsnorm, device="cpu"), _case(rmsnorm, seen, seed=0))  # no timing there
+
+
+# ------------------------------------------------------------------------------------ cold path
+
+
+def _baseline_session(tmp_path):
+    from types import SimpleNamespace
+
+    task = SimpleNamespace(sha256="f" * 64, baseline_source=None)
+    return SimpleNamespace(task=task, resolved=SimpleNamespace(cache_dir=tmp_path), device_label="GPU X",
+                           versions={"torch": "t", "triton": "tr"})
+
+
+def _baseline_sets():
+    from types import SimpleNamespace
+
+    return [SimpleNamespace(eager_model=lambda *a: None, inputs=[], restore_inputs=lambda: None)]
+
+
+@pytest.mark.parametrize("measured, expected_compile", [
+    ([100.0], 200.0),  # steady: the cached row as it is
+    ([120.0, 101.0], 200.0),  # the quick re-time was the outlier: the full one agrees with the cache
+    ([120.0, 120.0], 240.0),  # drifted: eager re-timed, the compile time scaled, Inductor not run
+])
+def test_a_cached_compile_baseline_is_never_compiled_again(tmp_path, monkeypatch, measured, expected_compile):
+    from kernellab.evaluate import baselines
+    from kernellab.sandbox.timing_stats import TimingPlan
+
+    session = _baseline_session(tmp_path)
+    config = load_task("normalization/rmsnorm").configs[0]
+    key = baselines._cache_key(session, config, "bfloat16", False, "events")
+    baselines._write_cache(baselines._cache_file(session), key,
+                           {"eager_us": 100.0, "compile_us": 200.0, "baseline_us": None, "compile_note": None})
+    times = iter(measured)
+    monkeypatch.setattr(baselines, "_median_us", lambda *a, **k: next(times))
+
+    def no_inductor(*a, **k):
+        raise AssertionError("torch.compile ran although the cache has its time")
+
+    monkeypatch.setattr(baselines, "_time_compiled", no_inductor)
+    got = baselines.baseline_times(session, config, "bfloat16", False, _baseline_sets(), TimingPlan(), "events",
+                                   with_compile=True)
+    assert got.compile_us == pytest.approx(expected_compile)
+    assert got.eager_us == pytest.approx(100.0 if expected_compile == 200.0 else 120.0)
+    assert next(times, None) is None  # every planned measurement was made, no more
+
+
+def test_a_row_the_cache_lacks_is_compiled_and_cached(tmp_path, monkeypatch):
+    from kernellab.evaluate import baselines
+    from kernellab.sandbox.timing_stats import TimingPlan
+
+    session = _baseline_session(tmp_path)
+    config = load_task("normalization/rmsnorm").configs[0]
+    monkeypatch.setattr(baselines, "_median_us", lambda *a, **k: 50.0)
+    monkeypatch.setattr(baselines, "_time_compiled", lambda *a, **k: 40.0)
+    got = baselines.baseline_times(session, config, "float16", True, _baseline_sets(), TimingPlan(), "graph",
+                                   with_compile=True)
+    assert (got.eager_us, got.compile_us) == (50.0, 40.0)
+    cached = baselines._read_cache(baselines._cache_file(session))
+    assert cached[baselines._cache_key(session, config, "float16", True, "graph")]["compile_us"] == 40.0
+
+
+def test_precision_probes_are_made_when_a_float32_check_fails(tmp_path):
+    from kernellab.evaluate.checking import _precision
+    from kernellab.evaluate.session import EvalSession
+
+    task = load_task(ADVERSARIAL / "tasks" / "rmsnorm")
+    with EvalSession(task, EvalOptions(device="cpu", work_dir=tmp_path)) as session:
+        from kernellab.tasks.model import Visibility
+
+        case = session.case(task.configs_of(Visibility.SMALL)[0], "float32", 0)
+        assert not case.probed and not case.lower_precision_errs  # a passing candidate never pays for them
+        wrong = [r.to(torch.bfloat16).to(torch.float32) * 1.01 for r in case.ref_outputs]
+        _precision(case, wrong, "x")
+        assert case.probed and case.lower_precision_errs

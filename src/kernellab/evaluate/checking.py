@@ -15,7 +15,7 @@ import torch
 
 from kernellab.evaluate import seeds
 from kernellab.evaluate.policy import KernelRecord, judge_op_log, judge_trace
-from kernellab.evaluate.reference import Case
+from kernellab.evaluate.reference import Case, add_precision_probes, ensure_gradients
 from kernellab.evaluate.tolerance import compare_output, normalised_error
 from kernellab.evaluate.verdict import ConfigCheck, Stage, Violation, ViolationKind
 from kernellab.sandbox.evidence import as_bits, fingerprint, has_poison
@@ -81,6 +81,8 @@ def run_case(ctx, case: Case, *, profile: bool = False, backward: bool = False,
     if not check.passed and not poison:
         violations += _precision(case, compared, where)
     if backward and check.passed:
+        if ensure_gradients(case):
+            ctx.session.recount(case)  # the case holds its float64 gradients now
         check = _compare_grads(case, result["grads"], where, check)
     return CallOutcome(check, violations, outputs)
 
@@ -199,7 +201,10 @@ def _compare_all(case: Case, compared: list[torch.Tensor], where: str) -> tuple[
 
 
 def _precision(case: Case, compared: list[torch.Tensor], where: str) -> list[Violation]:
-    if case.dtype != "float32" or not case.lower_precision_errs:
+    if case.dtype != "float32":
+        return []
+    add_precision_probes(case)  # made on the first failure of this case, once
+    if not case.lower_precision_errs:
         return []
     for i, (out, ref) in enumerate(zip(compared, case.ref_outputs)):
         if i >= len(case.lower_precision_errs) or not ref.is_floating_point():

@@ -44,7 +44,7 @@ class Case:
     ref_grads: dict[str, torch.Tensor] | None = None  # "input:<name>" / "param:<name>" -> float64
     grad_tolerances: dict[str, float] | None = None
     float64_fallback: bool = False
-    probed: bool = False  # lower-precision probes done (float32 cases that only feed timing skip them)
+    probed: bool = False  # lower-precision probes done (made when a check of the case first fails)
     variant: str | None = None  # a stability variant (adversarial inputs), never a timing input set
 
     @property
@@ -144,8 +144,24 @@ def build_case(problem: Problem, dtype: str, seed: int, device: str, *, backward
     if precision_probe:
         add_precision_probes(case)
     if backward:
-        _add_gradients(case, ref_model if not fallback else None)
+        # The grad_outputs now (timing needs them); the float64 reference gradients when a check
+        # first needs them (``ensure_gradients``): the timing stage's extra forward+backward input
+        # sets are never checked, and their float64 backward passes were a large part of a cold run.
+        _draw_grad_outputs(case)
     return case
+
+
+def ensure_gradients(case: Case) -> bool:
+    """Make the reference gradients and their tolerances of a backward case, once; True if it made them.
+
+    The float64 reference model is a fresh float64 copy of the eager model, as ``build_case`` makes
+    its own (a reference's forward keeps no state that changes its results: the task validator
+    requires re-runs to agree)."""
+    if case.grad_outputs is None or case.ref_grads is not None:
+        return False
+    model64 = None if case.float64_fallback else copy.deepcopy(case.eager_model).to(torch.float64)
+    _add_gradients(case, model64)
+    return True
 
 
 def _clone(values: list[Any]) -> list[Any]:
@@ -196,13 +212,17 @@ def _lower_precision_errors(problem: Problem, init_inputs, pristine, ref_outputs
     return [{label: errs[i] for label, errs in probes.items()} for i in range(len(ref_outputs))]
 
 
-def _add_gradients(case: Case, ref_model_64: torch.nn.Module | None) -> None:
-    """Reference gradients in float64 for a random grad_output, and tolerances from eager's own."""
-    task = case.problem.task
+def _draw_grad_outputs(case: Case) -> None:
+    """The random grad_output of a backward case: one per forward output, in the task dtype."""
     gen = device_generator(case.device, case.seed + 17)
     outs_ref = case.ref_outputs[:case.n_outputs]
     case.grad_outputs = [torch.randn(o.shape, generator=gen, dtype=torch.float32, device=case.device)
                          .to(TORCH_DTYPES[case.dtype]) for o in outs_ref]
+
+
+def _add_gradients(case: Case, ref_model_64: torch.nn.Module | None) -> None:
+    """Reference gradients in float64 for the case's grad_output, and tolerances from eager's own."""
+    task = case.problem.task
     grad_idx = case.grad_input_indices()
 
     def grads_of(model: torch.nn.Module, inputs: list[Any], to64: bool) -> dict[str, torch.Tensor]:

@@ -59,6 +59,10 @@ class EvalSession:
         self.options = options or EvalOptions()
         self.resolved: Resolved = resolve(task, self.options, torch.cuda.is_available())
         self.device = self.resolved.device
+        # The fork server imports torch and triton (seconds): it starts now and the first candidate
+        # waits for it, so a cold evaluation spends that time on the judge's own start (its CUDA
+        # context, the first reference case) instead of one after the other.
+        self.server(wait=False)
         self._own_work_dir = self.options.work_dir is None
         self.work_dir = Path(self.options.work_dir or tempfile.mkdtemp(prefix="kernellab-eval-"))
         self.work_dir.mkdir(parents=True, exist_ok=True)
@@ -98,14 +102,15 @@ class EvalSession:
             env["TRITON_INTERPRET"] = "1"
         return env
 
-    def server(self) -> ForkServer:
-        """The process-wide fork server for this mode (children get their own environment)."""
+    def server(self, wait: bool = True) -> ForkServer:
+        """The process-wide fork server for this mode (children get their own environment);
+        ``wait=False`` starts it and returns before it is ready."""
         env = {k: os.environ[k] for k in _ENV_KEEP if k in os.environ}
         env["PYTHONPATH"] = os.pathsep.join(p for p in [str(Path(kernellab.__file__).parents[1]),
                                                         os.environ.get("PYTHONPATH", "")] if p)
         if self.resolved.interpret:
             env["TRITON_INTERPRET"] = "1"
-        return shared_server(env)
+        return shared_server(env, wait=wait)
 
     def new_child_dir(self) -> Path:
         self._count += 1
@@ -121,9 +126,11 @@ class EvalSession:
         return self._problems[config]
 
     def case(self, config: Config, dtype: str, seed: int, *, backward: bool = False,
-             variant: str | None = None, probe: bool = True) -> Case:
+             variant: str | None = None, probe: bool = False) -> Case:
         """A reference case, built once per (config, dtype, seed, backward, variant) and kept.
-        ``probe=False`` skips the lower-precision probes (cases that only feed timing).
+        The lower-precision probes of a float32 case (three eager runs that name a downcast) are made
+        when a check of it fails (``checking``), not when it is built: a passing candidate never needs
+        them. ``probe=True`` makes them now.
 
         Cases are kept least-recently-used within ``case_cache_bytes``, so a session that moves
         through large configs does not hold every one of them on the device.
@@ -148,6 +155,13 @@ class EvalSession:
         self._case_bytes[key] = case_nbytes(case)
         self._evict(keep=1)
         return case
+
+    def recount(self, case: Case) -> None:
+        """A kept case grew (its float64 gradients were made on first use): count its bytes again."""
+        key = (case.problem.config, case.dtype, case.seed, case.grad_outputs is not None, case.variant)
+        if self._cases.get(key) is case:
+            self._case_bytes[key] = case_nbytes(case)
+            self._evict(keep=1)
 
     def _evict(self, keep: int) -> None:
         """Drop least-recently-used cases beyond the budget, or while the device runs short of free

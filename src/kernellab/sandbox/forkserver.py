@@ -42,7 +42,9 @@ class ForkServerError(RuntimeError):
 class ForkServer:
     """The judge's handle on the fork server process."""
 
-    def __init__(self, env: dict[str, str], log_path: Path):
+    def __init__(self, env: dict[str, str], log_path: Path, wait: bool = True):
+        """Start the server; ``wait=False`` returns at once and the first request waits for it to be
+        ready (its imports take seconds, which the judge can spend on its own start meanwhile)."""
         self._lock = threading.Lock()
         parent, child = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         self._log = open(log_path, "ab")
@@ -53,18 +55,32 @@ class ForkServer:
         child.close()
         self.sock = parent
         self._reader = parent.makefile("rb")
+        self._ready = False
+        if wait:
+            self.wait_ready()
+
+    def wait_ready(self) -> None:
+        with self._lock:
+            self._wait_ready_locked()
+
+    def _wait_ready_locked(self) -> None:
+        if self._ready:
+            return
         ready = self._read_line(timeout=120)
         if ready.get("ready") is not True:
             raise ForkServerError(f"fork server failed to start: {ready}")
+        self._ready = True
 
     def spawn(self, spec: dict[str, Any], child_fd: int) -> int:
         with self._lock:
+            self._wait_ready_locked()
             message = (json.dumps({"op": "spawn", "spec": spec}) + "\n").encode()
             socket.send_fds(self.sock, [message], [child_fd])
             return int(self._read_line(timeout=60)["pid"])
 
     def status(self, pid: int) -> dict[str, int] | None:
         with self._lock:
+            self._wait_ready_locked()
             self.sock.sendall((json.dumps({"op": "status", "pid": pid}) + "\n").encode())
             return self._read_line(timeout=30)["status"]
 
@@ -96,9 +112,10 @@ class ForkServer:
 _SHARED: dict[tuple, ForkServer] = {}
 
 
-def shared_server(env: dict[str, str]) -> ForkServer:
+def shared_server(env: dict[str, str], wait: bool = True) -> ForkServer:
     """One fork server per environment for the whole process: sessions come and go (a campaign opens
-    one per task), a fork server costs seconds to start, and children never inherit its state."""
+    one per task), a fork server costs seconds to start, and children never inherit its state.
+    ``wait=False`` starts it without waiting for it (see ``ForkServer``)."""
     key = tuple(sorted(env.items()))
     server = _SHARED.get(key)
     if server is None or not server.alive():
@@ -106,8 +123,10 @@ def shared_server(env: dict[str, str]) -> ForkServer:
         import tempfile
 
         log_dir = Path(tempfile.mkdtemp(prefix="kernellab-forkserver-"))
-        server = _SHARED[key] = ForkServer(env, log_dir / "forkserver.log")
+        server = _SHARED[key] = ForkServer(env, log_dir / "forkserver.log", wait=False)
         atexit.register(server.close)
+    if wait:
+        server.wait_ready()
     return server
 
 

@@ -20,6 +20,9 @@ def run(ctx) -> StageResult:
     session = ctx.session
     if ctx.scan is not None and ctx.scan.backend == "cuda" and session.device == "cpu":
         return _compile_only(ctx)
+    # The first case before the first child: in a cold process the fork server is still importing
+    # torch and triton meanwhile (``EvalSession`` started it without waiting).
+    case = session.case(first_config(session), session.resolved.dtypes[0], session.options.seed)
     child_dir = session.new_child_dir()
     spec = ChildSpec(device=session.device, interpret=session.resolved.interpret, env=session.child_env(child_dir),
                      log_path=child_dir / "candidate.log", memory_fraction=session.options.memory_fraction,
@@ -29,8 +32,6 @@ def run(ctx) -> StageResult:
     # Importing may build extensions (load_inline at module level): the compile budget, not a call's.
     ctx.child.request("import", max(session.options.compile_timeout_s, ctx.timeout), path=str(ctx.path))
     ctx.import_seconds = time.perf_counter() - started
-    config = first_config(session)
-    case = session.case(config, session.resolved.dtypes[0], session.options.seed)
     run_case(ctx, case)  # judged again by the smoke stage; here it must only run
     ctx.verdict.compiled = True
     return StageResult(Stage.LOAD, True)

@@ -70,8 +70,7 @@ def input_sets(ctx, config: Config, dtype: str, backward: bool, holdout: bool) -
     offset = seeds.HOLDOUT if holdout else seeds.BACKWARD if backward else seeds.SWEEP
 
     def case(k: int) -> Case:
-        return session.case(config, dtype, seeds.trial(session.options.seed, offset, k), backward=backward,
-                            probe=False)
+        return session.case(config, dtype, seeds.trial(session.options.seed, offset, k), backward=backward)
 
     first = case(0)
     per_set = sum(t.numel() * t.element_size() for t in first.inputs if isinstance(t, torch.Tensor))
