@@ -58,7 +58,8 @@ def test_an_unknown_holdout_timing_choice_is_refused(value):
 def test_holdouts_are_checked_in_every_dtype_and_timed_in_one():
     from kernellab.evaluate.session import EvalSession
 
-    with EvalSession(load_task(VECTOR_ADD), EvalOptions()) as session:
+    options = EvalOptions(compile_baseline=False, timing_budget_s=0.1, timing_max_samples=40)
+    with EvalSession(load_task(VECTOR_ADD), options) as session:
         verdict = session.evaluate(GOOD_ADD)
     assert verdict.status.value == "passed", verdict.error
     holdout = next(s for s in verdict.stages if s.name.value == "holdout")

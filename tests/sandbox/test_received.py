@@ -131,13 +131,14 @@ def test_a_gradient_that_is_the_judges_grad_output_comes_back_on_the_gpu(tmp_pat
 
 
 def _reference_as_candidate(device: str):
-    from kernellab.evaluate.options import EvalOptions
+    from kernellab.evaluate.options import ALL_STAGES, EvalOptions
     from kernellab.evaluate.session import EvalSession
+    from kernellab.evaluate.verdict import Stage
     from kernellab.tasks.load import load_task
     from kernellab.tasks.model import Policy
 
     task = load_task("positional/relative_position_bias")
-    options = EvalOptions(policy=Policy.OFF, compile_baseline=False, time_holdout=False, device=device)
+    options = EvalOptions(policy=Policy.OFF, stages=ALL_STAGES - {Stage.TIMING}, time_holdout=False, device=device)
     with EvalSession(task, options) as session:
         verdict = session.evaluate(task.root / "reference.py")
     assert verdict.status.value == "passed", verdict.error
