@@ -10,7 +10,7 @@ import triton.language as tl
 
 
 @triton.jit
-def _master_step_kernel(g_ptr, w_ptr, m_ptr, v_ptr, n, decay, beta1, beta2, step_size, inv_sqrt_bc2, eps,
+def _master_step_kernel(g_ptr, w_ptr, m_ptr, v_ptr, n, decay, one_minus_beta1, beta2, one_minus_beta2, step_size, inv_sqrt_bc2, eps,
                         BLOCK: tl.constexpr):
     offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     mask = offs < n
@@ -18,8 +18,8 @@ def _master_step_kernel(g_ptr, w_ptr, m_ptr, v_ptr, n, decay, beta1, beta2, step
     w = tl.load(w_ptr + offs, mask=mask)
     m = tl.load(m_ptr + offs, mask=mask)
     v = tl.load(v_ptr + offs, mask=mask)
-    m = m + (1.0 - beta1) * (g - m)
-    v = beta2 * v + (1.0 - beta2) * g * g
+    m = m + one_minus_beta1 * (g - m)
+    v = beta2 * v + one_minus_beta2 * g * g
     w = w * decay - step_size * m / (tl.sqrt(v) * inv_sqrt_bc2 + eps)
     tl.store(m_ptr + offs, m, mask=mask)
     tl.store(v_ptr + offs, v, mask=mask)
@@ -45,5 +45,5 @@ class ModelNew(nn.Module):
         bc1 = 1 - self.beta1 ** self.step
         bc2 = 1 - self.beta2 ** self.step
         _master_step_kernel[grid](grad, master, exp_avg, exp_avg_sq, n, 1.0 - self.lr * self.weight_decay,
-                                  self.beta1, self.beta2, self.lr / bc1, 1.0 / math.sqrt(bc2), self.eps, BLOCK=1024)
+                                  1.0 - self.beta1, self.beta2, 1.0 - self.beta2, self.lr / bc1, 1.0 / math.sqrt(bc2), self.eps, BLOCK=1024)
         _copy_kernel[grid](master, param, n, BLOCK=1024)

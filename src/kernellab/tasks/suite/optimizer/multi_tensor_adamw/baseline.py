@@ -10,7 +10,7 @@ import triton.language as tl
 
 
 @triton.jit
-def _adamw_kernel(p_ptr, g_ptr, m_ptr, v_ptr, n, decay, beta1, beta2, step_size, inv_sqrt_bc2, eps,
+def _adamw_kernel(p_ptr, g_ptr, m_ptr, v_ptr, n, decay, one_minus_beta1, beta2, one_minus_beta2, step_size, inv_sqrt_bc2, eps,
                   BLOCK: tl.constexpr):
     offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     mask = offs < n
@@ -18,8 +18,8 @@ def _adamw_kernel(p_ptr, g_ptr, m_ptr, v_ptr, n, decay, beta1, beta2, step_size,
     g = tl.load(g_ptr + offs, mask=mask)
     m = tl.load(m_ptr + offs, mask=mask)
     v = tl.load(v_ptr + offs, mask=mask)
-    m = m + (1.0 - beta1) * (g - m)
-    v = beta2 * v + (1.0 - beta2) * g * g
+    m = m + one_minus_beta1 * (g - m)
+    v = beta2 * v + one_minus_beta2 * g * g
     p = p * decay - step_size * m / (tl.sqrt(v) * inv_sqrt_bc2 + eps)
     tl.store(m_ptr + offs, m, mask=mask)
     tl.store(v_ptr + offs, v, mask=mask)
@@ -40,6 +40,6 @@ class ModelNew(nn.Module):
                   (emb, emb_grad, emb_exp_avg, emb_exp_avg_sq))
         for p, g, m, v in groups:
             n = p.numel()
-            _adamw_kernel[(triton.cdiv(n, 1024),)](p, g, m, v, n, 1.0 - self.lr * self.weight_decay, self.beta1,
-                                                   self.beta2, self.lr / bc1, 1.0 / math.sqrt(bc2), self.eps,
+            _adamw_kernel[(triton.cdiv(n, 1024),)](p, g, m, v, n, 1.0 - self.lr * self.weight_decay,
+                                                   1.0 - self.beta1, self.beta2, 1.0 - self.beta2, self.lr / bc1, 1.0 / math.sqrt(bc2), self.eps,
                                                    BLOCK=1024)

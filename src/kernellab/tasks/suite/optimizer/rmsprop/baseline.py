@@ -12,14 +12,14 @@ CPP_SOURCE = r"""
 #include <c10/cuda/CUDAStream.h>
 
 cudaError_t rmsprop_launch(float* p, const float* g, float* sq, float* buf, int64_t n, float lr, float alpha,
-                           float eps, float momentum, cudaStream_t stream);
+                           float one_minus_alpha, float eps, float momentum, cudaStream_t stream);
 
 void rmsprop_step(torch::Tensor p, torch::Tensor g, torch::Tensor sq, torch::Tensor buf, double lr, double alpha,
                   double eps, double momentum) {
   for (auto* t : {&p, &g, &sq, &buf})
     TORCH_CHECK(t->is_cuda() && t->scalar_type() == torch::kFloat && t->is_contiguous(), "float32 CUDA tensors");
   cudaError_t err = rmsprop_launch(p.data_ptr<float>(), g.data_ptr<float>(), sq.data_ptr<float>(),
-                                   buf.data_ptr<float>(), p.numel(), (float)lr, (float)alpha, (float)eps,
+                                   buf.data_ptr<float>(), p.numel(), (float)lr, (float)alpha, (float)(1.0 - alpha), (float)eps,
                                    (float)momentum, c10::cuda::getCurrentCUDAStream().stream());
   TORCH_CHECK(err == cudaSuccess, cudaGetErrorString(err));
 }
@@ -29,9 +29,9 @@ CUDA_SOURCE = r"""
 #include <cuda_runtime.h>
 #include <cstdint>
 
-__global__ void square_avg_kernel(const float* g, float* sq, int64_t n, float alpha) {
+__global__ void square_avg_kernel(const float* g, float* sq, int64_t n, float alpha, float one_minus_alpha) {
   int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
-  if (i < n) sq[i] = alpha * sq[i] + (1.f - alpha) * g[i] * g[i];
+  if (i < n) sq[i] = alpha * sq[i] + one_minus_alpha * g[i] * g[i];
 }
 
 __global__ void momentum_kernel(const float* g, const float* sq, float* buf, int64_t n, float eps, float momentum) {
@@ -45,10 +45,10 @@ __global__ void param_kernel(float* p, const float* buf, int64_t n, float lr) {
 }
 
 cudaError_t rmsprop_launch(float* p, const float* g, float* sq, float* buf, int64_t n, float lr, float alpha,
-                           float eps, float momentum, cudaStream_t stream) {
+                           float one_minus_alpha, float eps, float momentum, cudaStream_t stream) {
   if (n > 0) {
     unsigned blocks = (unsigned)((n + 255) / 256);
-    square_avg_kernel<<<blocks, 256, 0, stream>>>(g, sq, n, alpha);
+    square_avg_kernel<<<blocks, 256, 0, stream>>>(g, sq, n, alpha, one_minus_alpha);
     momentum_kernel<<<blocks, 256, 0, stream>>>(g, sq, buf, n, eps, momentum);
     param_kernel<<<blocks, 256, 0, stream>>>(p, buf, n, lr);
   }
