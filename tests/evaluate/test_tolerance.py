@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 
+import pytest
 import torch
 
 from kernellab.evaluate.tolerance import FLOORS, compare_output, normalised_error, tolerance_for
@@ -91,3 +92,15 @@ def test_a_tf32_product_passes_where_the_task_allows_tf32_and_fails_where_it_doe
     assert err > 1e-4  # TF32 rounding shows
     assert compare_output(out, ref, spec, tolerance_for(torch.float32, 0.0, 8, tf32=True)).passed
     assert not compare_output(out, ref, spec, tolerance_for(torch.float32, 0.0, 8)).passed
+
+
+@pytest.mark.parametrize("dtype", [torch.float8_e4m3fn, torch.float8_e5m2, torch.bfloat16, torch.float16, torch.float32])
+def test_one_ulp_is_one_ulp_in_every_floating_dtype(dtype):
+    ref = torch.tensor([1.0, -3.0, 100.0], dtype=torch.float64)
+    cast = ref.to(dtype)
+    bits = cast.view(torch.uint8 if cast.element_size() == 1 else torch.int16 if cast.element_size() == 2 else torch.int32)
+    one_up = (bits + 1).view(dtype)  # the next representable magnitude
+    assert compare_output(one_up, ref, OutputSpec(compare=Comparator.ULP, ulp=1), 0.0).passed
+    two_up = (bits + 2).view(dtype)
+    result = compare_output(two_up, ref, OutputSpec(compare=Comparator.ULP, ulp=1), 0.0)
+    assert not result.passed and result.max_rel_err == pytest.approx(2.0)
