@@ -182,3 +182,25 @@ def test_precision_probes_are_made_when_a_float32_check_fails(tmp_path):
         wrong = [r.to(torch.bfloat16).to(torch.float32) * 1.01 for r in case.ref_outputs]
         _precision(case, wrong, "x")
         assert case.probed and case.lower_precision_errs
+
+
+def test_cases_used_once_per_evaluation_are_evicted_before_the_others(tmp_path):
+    from kernellab.evaluate.session import EvalSession
+    from kernellab.tasks.model import Visibility
+
+    task = load_task(VECTOR_ADD)
+    with EvalSession(task, EvalOptions(device="cpu", work_dir=tmp_path)) as session:
+        config = task.configs_of(Visibility.SMALL)[0]
+        first = session.case(config, "float32", 1)
+        session.case_cache_bytes = 2 * session._case_bytes[next(iter(session._cases))]  # room for two
+        session.case(config, "float32", 2)
+        session.case(config, "float32", 3, once=True)  # over the budget: it goes, not the others
+        assert [k[2] for k in session._cases] == [1, 2]
+        session.case(config, "float32", 4)  # among the others: least recently used first
+        assert [k[2] for k in session._cases] == [2, 4]
+        session.case_cache_bytes *= 2
+        session.case(config, "float32", 5, once=True)
+        session.case(config, "float32", 2)
+        session.case(config, "float32", 5, once=True)  # a hit keeps it at the evicted end
+        assert [k[2] for k in session._cases] == [5, 4, 2]
+        assert session.case(config, "float32", 1) is not first  # evicted earlier: built again

@@ -43,13 +43,14 @@ def _record(ctx, result: StageResult, outcome: CallOutcome) -> bool:
 
 
 def _over(ctx, stage: Stage, configs: list[Config], skipped: list[str], *, backward: bool = False,
-          seed_offset: int = 0) -> StageResult:
+          seed_offset: int = 0, once: bool = False) -> StageResult:
     result = StageResult(stage, True)
     if skipped:
         result.skipped = f"too large for the interpreter: {', '.join(skipped)}"
     for config in configs:
         for dtype in ctx.session.resolved.dtypes:
-            case = ctx.session.case(config, dtype, ctx.session.options.seed + seed_offset, backward=backward)
+            case = ctx.session.case(config, dtype, ctx.session.options.seed + seed_offset, backward=backward,
+                                    once=once)
             if not _record(ctx, result, run_case(ctx, case, backward=backward)):
                 return result
     if not configs and not skipped:
@@ -128,7 +129,8 @@ def stability(ctx) -> StageResult:
     for config in configs:
         for dtype in ctx.session.resolved.dtypes:
             for kind in STABILITY_KINDS:
-                case = ctx.session.case(config, dtype, ctx.session.options.seed + seeds.STABILITY, variant=kind)
+                case = ctx.session.case(config, dtype, ctx.session.options.seed + seeds.STABILITY, variant=kind,
+                                        once=True)
                 if not _eager_meaningful(case):
                     notes.append(f"{kind}/{dtype}")
                     continue
@@ -175,7 +177,7 @@ def determinism(ctx) -> StageResult:
 
 def edge(ctx) -> StageResult:
     configs, skipped = _configs(ctx, Visibility.EDGE)
-    return _over(ctx, Stage.EDGE, configs, skipped, seed_offset=seeds.EDGE)
+    return _over(ctx, Stage.EDGE, configs, skipped, seed_offset=seeds.EDGE, once=True)
 
 
 def backward(ctx) -> StageResult | None:
@@ -200,9 +202,12 @@ def holdout(ctx) -> StageResult | None:
     if skipped:
         result.skipped = f"too large for the interpreter: {', '.join(skipped)}"
     failed = []
+    timed = ctx.session.resolved.holdout_timing_dtypes()
+    timing = ctx.session.device == "cuda" and ctx.session.options.time_holdout
     for config in configs:
         for dtype in ctx.session.resolved.dtypes:
-            case = ctx.session.case(config, dtype, ctx.session.options.seed + seeds.HOLDOUT)
+            case = ctx.session.case(config, dtype, ctx.session.options.seed + seeds.HOLDOUT,
+                                    once=not (timing and dtype in timed))  # a timed one is used again
             outcome = run_case(ctx, case)
             result.configs.append(outcome.check)
             if not outcome.passed:
@@ -211,8 +216,7 @@ def holdout(ctx) -> StageResult | None:
     holdout = ctx.verdict.holdout
     holdout.correct = None if not configs else not failed
     holdout.failed_configs = failed
-    timed = ctx.session.resolved.holdout_timing_dtypes()
-    if ctx.session.device == "cuda" and ctx.session.options.time_holdout and configs and not failed and timed:
+    if timing and configs and not failed and timed:
         from kernellab.evaluate.stages.performance import time_configs
 
         if len(timed) < len(ctx.session.resolved.dtypes):
