@@ -106,9 +106,7 @@ class EvalSession:
     def server(self, wait: bool = True) -> ForkServer:
         """The process-wide fork server for this mode (children get their own environment);
         ``wait=False`` starts it and returns before it is ready."""
-        env = {k: os.environ[k] for k in _ENV_KEEP if k in os.environ}
-        env["PYTHONPATH"] = os.pathsep.join(p for p in [str(Path(kernellab.__file__).parents[1]),
-                                                        os.environ.get("PYTHONPATH", "")] if p)
+        env = {k: os.environ[k] for k in _ENV_KEEP + ("PYTHONPATH",) if k in os.environ}
         if self.resolved.interpret:
             env["TRITON_INTERPRET"] = "1"
         return shared_server(env, wait=wait)

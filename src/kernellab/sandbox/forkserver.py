@@ -39,6 +39,14 @@ class ForkServerError(RuntimeError):
     pass
 
 
+def with_this_kernellab(env: dict[str, str]) -> dict[str, str]:
+    """``env`` with this process's kernellab first on ``PYTHONPATH``: the server must import the
+    judge's own code, installed or not (a checkout run with ``PYTHONPATH=src``)."""
+    here = str(Path(__file__).resolve().parents[2])
+    paths = [here] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p and p != here]
+    return {**env, "PYTHONPATH": os.pathsep.join(paths)}
+
+
 class ForkServer:
     """The judge's handle on the fork server process."""
 
@@ -50,7 +58,7 @@ class ForkServer:
         self._log = open(log_path, "ab")
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "kernellab.sandbox.forkserver", str(child.fileno())],
-            pass_fds=[child.fileno()], env=env, stdin=subprocess.DEVNULL, stdout=self._log,
+            pass_fds=[child.fileno()], env=with_this_kernellab(env), stdin=subprocess.DEVNULL, stdout=self._log,
             stderr=subprocess.STDOUT, start_new_session=True)
         child.close()
         self.sock = parent
