@@ -147,8 +147,7 @@ def _probe(path, kind) -> bool:
 def test_timing_scope_holds_the_lock_shared_while_judging_and_exclusive_while_timing(tmp_path):
     import fcntl
 
-    from kernellab.evaluate.stages import performance
-    from kernellab.run.scheduler import install_timing_lock
+    from kernellab.evaluate.stages.performance import set_timing_guard, timing_guard
 
     class P:
         def __init__(self, phase):
@@ -156,24 +155,23 @@ def test_timing_scope_holds_the_lock_shared_while_judging_and_exclusive_while_ti
 
     lock = GpuLock(0, tmp_path)
     gate = EvaluationGate(lock, scope="timing")
-    seen = []
-    original = performance.time_configs
+
+    def timed():  # what time_configs holds while it times
+        with timing_guard():
+            return lock.mode, _probe(lock.path, fcntl.LOCK_SH)
+
     try:
-        performance.time_configs = lambda *a, **k: seen.append(
-            (lock.mode, _probe(lock.path, fcntl.LOCK_SH))) or []
-        install_timing_lock(lock)
-        install_timing_lock(lock)  # once per lock
+        set_timing_guard(lock.exclusive)
         gate(P("evaluating"))
         assert lock.mode == "shared" and _probe(lock.path, fcntl.LOCK_SH) and not _probe(lock.path, fcntl.LOCK_EX)
-        assert performance.time_configs(None, []) == []
-        assert seen == [("exclusive", False)]  # nobody else, not even a correctness check, during a timing
+        assert timed() == ("exclusive", False)  # nobody else, not even a correctness check, during a timing
         assert lock.mode == "shared"  # back to shared once timed
         gate(P("iteration"))
         assert not lock.held and _probe(lock.path, fcntl.LOCK_EX)
-        performance.time_configs(None, [])  # a timing outside an evaluation (a screening) is exclusive too
-        assert seen[-1] == ("exclusive", False) and not lock.held
+        assert timed() == ("exclusive", False)  # a timing outside an evaluation (a screening) is exclusive too
+        assert not lock.held
     finally:
-        performance.time_configs = original
+        set_timing_guard(None)
         gate.close()
     with pytest.raises(ValueError):
         EvaluationGate(lock, scope="everything")

@@ -11,7 +11,7 @@ interleaved re-timing of finalists.
   takes the lock when a solve reports ``evaluating`` or ``final`` and gives it back at its next report.
   Its scope is ``evaluation`` (the lock held exclusively for the whole evaluation) or ``timing``: the
   lock held *shared* while a kernel is judged (correctness checks of several workers overlap on the
-  GPU) and *exclusively* around each timing (``install_timing_lock``), so a timing still has the GPU
+  GPU) and *exclusively* around each timing (``performance.set_timing_guard(lock.exclusive)``), so a timing still has the GPU
   to itself. A turnstile (``gpu-<index>.turn.lock``) keeps a waiting timing from being starved by a
   stream of correctness checks.
 - **Finalists**: at the end, the final kernel of every job that passed is timed again on one GPU,
@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
-import functools
 import json
 import logging
 import os
@@ -155,7 +154,7 @@ class GpuLock:
 class EvaluationGate:
     """A solve's ``progress`` callback that holds the GPU lock while the solve judges a kernel:
     exclusively (scope ``evaluation``), or shared with the timings exclusive (scope ``timing``, with
-    ``install_timing_lock`` done in this process)."""
+    the evaluator's timing guard set to the lock's ``exclusive`` in this process)."""
 
     def __init__(self, lock: GpuLock | None, forward: Any = None, scope: str = "evaluation") -> None:
         if scope not in LOCK_SCOPES:
@@ -178,29 +177,6 @@ class EvaluationGate:
     def close(self) -> None:
         if self.lock is not None:
             self.lock.release()
-
-
-def install_timing_lock(lock: GpuLock) -> None:
-    """Make every timing of this process — the candidate's, its baselines', the device ceilings',
-    holdout timings, a search agent's screening — hold ``lock`` exclusively, by wrapping the
-    evaluator's one entry point for timing (``performance.time_configs``). Idempotent per lock.
-
-    Done in the worker process only. A hook the evaluator offers itself (a ``timing_guard`` in
-    ``EvalOptions``) would replace this wrapping; see docs/run.md, "Several GPUs"."""
-    from kernellab.evaluate.stages import performance
-
-    current = performance.time_configs
-    if getattr(current, "gpu_lock", None) is lock:
-        return
-    original = getattr(current, "__wrapped__", current)
-
-    @functools.wraps(original)
-    def locked(*args: Any, **kwargs: Any) -> Any:
-        with lock.exclusive():
-            return original(*args, **kwargs)
-
-    locked.gpu_lock = lock  # type: ignore[attr-defined]
-    performance.time_configs = locked
 
 
 # ------------------------------------------------------------------------------------ finalists

@@ -22,7 +22,8 @@ from typing import Any
 
 from kernellab.run.campaign import campaign_spec
 from kernellab.run.job import execute_job
-from kernellab.run.scheduler import EvaluationGate, GpuLock, install_timing_lock
+from kernellab.evaluate.stages.performance import set_timing_guard
+from kernellab.run.scheduler import EvaluationGate, GpuLock
 from kernellab.score.store import Store
 
 log = logging.getLogger(__name__)
@@ -48,7 +49,7 @@ def work(run_dir: Path, name: str, *, gpu: int | None, interpret: bool, watch_pa
         spec = campaign_spec(run)
         lock = GpuLock(gpu) if gpu is not None and not interpret else None
         if lock is not None and lock_scope == "timing":
-            install_timing_lock(lock)
+            set_timing_guard(lock.exclusive)
         while True:
             job = store.claim_next_job(name, gpu=None if gpu is None else str(gpu), run_id=run.id)
             if job is None:
