@@ -14,7 +14,7 @@ class Model(nn.Module):
     def __init__(self, window, heads):
         super().__init__()
         self.window = window
-        self.bias_table = nn.Parameter(torch.randn((2 * window - 1) ** 2, heads) * 0.02)
+        self.bias_table = nn.Parameter(torch.randn((2 * window - 1) ** 2, heads))  # a trained table's scale
         coords = torch.stack(torch.meshgrid(torch.arange(window), torch.arange(window), indexing="ij")).flatten(1)
         relative = (coords[:, :, None] - coords[:, None, :]).permute(1, 2, 0) + (window - 1)
         self.register_buffer("bias_index", relative[..., 0] * (2 * window - 1) + relative[..., 1])

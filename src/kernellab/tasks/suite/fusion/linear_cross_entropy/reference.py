@@ -21,8 +21,13 @@ class Model(nn.Module):
 
 
 def get_inputs():
-    x = torch.randn(M, HIDDEN)
-    targets = torch.randint(0, VOCAB, (M,))
+    # Hidden states share a common direction (as a language model's do), its strength drawn per call:
+    # the logits have a common profile over the vocabulary (std about 4 to 8), which the weight shapes.
+    x = torch.randn(M, HIDDEN) + (7.0 + 7.0 * torch.rand(())) * torch.randn(1, HIDDEN)
+    # Targets follow a Zipf law (exponent 1.2) over a vocabulary order drawn per call, so the frequent
+    # targets' logits weigh in the mean and the loss depends on which they are.
+    ranks = (1.0 + torch.rand(M) * ((VOCAB + 1.0) ** -0.2 - 1.0)) ** -5.0
+    targets = (ranks.floor().long().clamp(1, VOCAB) - 1 + torch.randint(0, VOCAB, ())) % VOCAB
     targets = torch.where(torch.rand(M) < 0.05, torch.full_like(targets, IGNORE_INDEX), targets)  # ~5% padding
     targets[0] = 0  # at least one counted token
     return [x, targets]

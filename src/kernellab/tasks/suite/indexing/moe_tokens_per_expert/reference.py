@@ -20,7 +20,11 @@ class Model(nn.Module):
 
 
 def get_inputs():
-    return [torch.randint(0, num_experts, (num_tokens, top_k))]
+    # Routing is imbalanced, as a router's is: expert popularity is drawn per call (softmax of normal
+    # logits, std 0.5), so the counts differ per expert and per call.
+    popularity = torch.softmax(0.5 * torch.randn(num_experts), dim=0)
+    ids = torch.searchsorted(torch.cumsum(popularity, dim=0), torch.rand(num_tokens, top_k))
+    return [ids.clamp(max=num_experts - 1)]
 
 
 def get_init_inputs():

@@ -17,7 +17,13 @@ class Model(nn.Module):
 
 
 def get_inputs():
-    return [torch.randn(batch_size, num_labels) * 3.0, torch.rand(batch_size, num_labels)]
+    # Soft targets and logits that track them, as from a trained model: how sharply and how noisily
+    # are drawn per call, so the loss depends on the targets and differs from call to call.
+    targets = torch.rand(batch_size, num_labels)
+    sharpness = 0.5 + 2.0 * torch.rand(())
+    noise = 0.5 + 2.5 * torch.rand(())
+    logits = torch.logit(targets, eps=1e-3) * sharpness + torch.randn(batch_size, num_labels) * noise
+    return [logits, targets]
 
 
 def get_init_inputs():

@@ -21,6 +21,10 @@ class Model(nn.Module):
 def get_inputs():
     logits = torch.randn(batch_size, num_classes, height, width) * 2.0
     targets = torch.randint(0, num_classes, (batch_size, height, width))
+    # As from a trained model, the target class's logit stands out, by a margin drawn per pixel whose
+    # range is drawn per call: the loss depends on the targets, and differs from call to call.
+    margin = torch.rand(batch_size, 1, height, width) * (3.0 + 9.0 * torch.rand(()))
+    logits.scatter_add_(1, targets.unsqueeze(1), margin)
     ignored = torch.rand(batch_size, height, width) < 0.1
     ignored[0, 0, 0] = False  # at least one pixel counts
     targets[ignored] = 255

@@ -22,8 +22,13 @@ class Model(nn.Module):
 
 
 def get_inputs():
-    hidden = torch.randn(num_tokens, hidden_size)
-    targets = torch.randint(0, vocab_size, (num_tokens,))
+    # Hidden states share a common direction (as a language model's do), its strength drawn per call:
+    # the logits have a common profile over the vocabulary (std about 4 to 8), which the weight shapes.
+    hidden = torch.randn(num_tokens, hidden_size) + (4.0 + 4.0 * torch.rand(())) * torch.randn(1, hidden_size)
+    # Targets follow a Zipf law (exponent 1.2) over a vocabulary order drawn per call, so the frequent
+    # targets' logits weigh in the mean and the loss depends on which they are.
+    ranks = (1.0 + torch.rand(num_tokens) * ((vocab_size + 1.0) ** -0.2 - 1.0)) ** -5.0
+    targets = (ranks.floor().long().clamp(1, vocab_size) - 1 + torch.randint(0, vocab_size, ())) % vocab_size
     return [hidden, targets]
 
 

@@ -17,8 +17,12 @@ class Model(nn.Module):
 
 
 def get_inputs():
-    log_probs = torch.log_softmax(torch.randn(num_tokens, num_classes) * 2.0, dim=-1)
+    logits = torch.randn(num_tokens, num_classes) * 2.0
     targets = torch.randint(0, num_classes, (num_tokens,))
+    # As from a trained model, the target's logit stands out, by a margin drawn per token whose range is
+    # drawn per call: the loss depends on which class is the target, and differs from call to call.
+    logits[torch.arange(num_tokens), targets] += torch.rand(num_tokens) * (4.0 + 12.0 * torch.rand(()))
+    log_probs = torch.log_softmax(logits, dim=-1)
     return [log_probs, targets]
 
 

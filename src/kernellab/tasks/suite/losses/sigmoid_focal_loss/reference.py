@@ -25,8 +25,12 @@ class Model(nn.Module):
 
 
 def get_inputs():
-    logits = torch.randn(num_anchors, num_classes) * 2.0
     targets = (torch.rand(num_anchors, num_classes) < 0.05).float()
+    # A detector's logits: background below zero, positives raised by a margin; the background level and
+    # the margin are drawn per call, so the loss depends on where the positives are and differs per call.
+    background = -1.0 - 3.0 * torch.rand(())
+    margin = 1.0 + 6.0 * torch.rand(())
+    logits = torch.randn(num_anchors, num_classes) * 2.0 + background + targets * margin
     return [logits, targets]
 
 

@@ -17,7 +17,10 @@ class Model(nn.Module):
 
 
 def get_inputs():
-    return [torch.randn(batch_size, dim), torch.randn(batch_size, dim)]
+    # A prediction near its target, with an error scale drawn per call (in both regimes of the loss).
+    target = torch.randn(batch_size, dim)
+    prediction = target + torch.randn(batch_size, dim) * (0.25 + 1.25 * torch.rand(()))
+    return [prediction, target]
 
 
 def get_init_inputs():

@@ -18,7 +18,10 @@ class Model(nn.Module):
 
 
 def get_inputs():
-    return [torch.randn(num_tokens, vocab_size) * 2.0]
+    # Logits whose spread and offset (what the z-loss penalises) are drawn per call, offsets also per token.
+    scale = 1.0 + 2.0 * torch.rand(())
+    shift = 8.0 * torch.rand(()) - 4.0 + torch.randn(num_tokens, 1)
+    return [torch.randn(num_tokens, vocab_size) * scale + shift]
 
 
 def get_init_inputs():

@@ -1,7 +1,9 @@
 """Baseline: CUDA C++ 16x16 shared-memory tiled GEMM, one block per output tile, no split-K.
 
 For M = N = 512 that is only 1024 blocks of 256 threads, each looping over all of K with 16-wide
-tiles: the GPU is mostly idle. Reads M*N*K/16 * 2 elements, 2*M*N*K FLOPs.
+tiles: the GPU is mostly idle. Reads M*N*K/16 * 2 elements, 2*M*N*K FLOPs. Each thread sums K in two
+levels (a partial per 1024 of K, added into the total): one float32 accumulator over all of K = 65536
+drifts to about 3e-5 of the output's RMS at the worst of 65536 outputs, above the float32 tolerance.
 """
 import torch
 import torch.nn as nn
@@ -41,6 +43,7 @@ CUDA_SOURCE = r"""
 #include <cstdint>
 
 #define TILE 16
+#define CHUNK_TILES 64  // 1024 of K per partial sum
 
 __device__ __forceinline__ float to_float(float v) { return v; }
 __device__ __forceinline__ float to_float(__half v) { return __half2float(v); }
@@ -56,15 +59,22 @@ __global__ void tiled_matmul_kernel(const T* a, const T* b, T* c, int64_t m, int
   __shared__ float bs[TILE][TILE];
   int64_t row = (int64_t)blockIdx.y * TILE + threadIdx.y;
   int64_t col = (int64_t)blockIdx.x * TILE + threadIdx.x;
-  float acc = 0.f;
+  float acc = 0.f, part = 0.f;
+  int tiles = 0;
   for (int64_t k0 = 0; k0 < k; k0 += TILE) {
     int64_t ka = k0 + threadIdx.x, kb = k0 + threadIdx.y;
     as[threadIdx.y][threadIdx.x] = (row < m && ka < k) ? to_float(a[row * k + ka]) : 0.f;
     bs[threadIdx.y][threadIdx.x] = (kb < k && col < n) ? to_float(b[kb * n + col]) : 0.f;
     __syncthreads();
-    for (int i = 0; i < TILE; ++i) acc += as[threadIdx.y][i] * bs[i][threadIdx.x];
+    for (int i = 0; i < TILE; ++i) part += as[threadIdx.y][i] * bs[i][threadIdx.x];
     __syncthreads();
+    if (++tiles == CHUNK_TILES) {
+      acc += part;
+      part = 0.f;
+      tiles = 0;
+    }
   }
+  acc += part;
   if (row < m && col < n) c[row * n + col] = from_float<T>(acc);
 }
 

@@ -19,7 +19,7 @@ class Model(nn.Module):
 
     def __init__(self, num_heads, window_size):
         super().__init__()
-        self.table = nn.Parameter(torch.randn((2 * window_size - 1) ** 2, num_heads) * 0.02)
+        self.table = nn.Parameter(torch.randn((2 * window_size - 1) ** 2, num_heads))  # a trained table's scale
         self.register_buffer("index", relative_position_index(window_size))
 
     def forward(self, scores):

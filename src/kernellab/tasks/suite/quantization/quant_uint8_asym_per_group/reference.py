@@ -25,7 +25,9 @@ class Model(nn.Module):
         xg = x.float().reshape(rows, cols // self.group, self.group)
         lo = xg.amin(dim=-1).clamp(max=0.0)
         hi = xg.amax(dim=-1).clamp(min=0.0)
-        scale = (hi - lo) / 255.0
+        # A correctly rounded division on every device: `tensor / 255.0` is a multiplication by the
+        # reciprocal on CUDA, one ulp off for most groups, which moves both roundings below (q by 2).
+        scale = (hi - lo) / torch.full_like(hi, 255.0)
         scale = torch.where(scale > 0, scale, torch.ones_like(scale))
         zero_point = torch.clamp(torch.round(-lo / scale), 0, 255)
         q = torch.clamp(torch.round(xg / scale[..., None]) + zero_point[..., None], 0, 255)

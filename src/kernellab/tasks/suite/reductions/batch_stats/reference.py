@@ -19,7 +19,10 @@ class Model(nn.Module):
 
 
 def get_inputs():
-    return [torch.randn(batch_size, channels, height, width) * 2.0 + 1.0]
+    # Channels with their own scale (0.5 to 3.5) and mean (around 1), as activations have.
+    scale = 0.5 + 3.0 * torch.rand(1, channels, 1, 1)
+    mean = 1.0 + torch.randn(1, channels, 1, 1)
+    return [torch.randn(batch_size, channels, height, width) * scale + mean]
 
 
 def get_init_inputs():
