@@ -339,29 +339,41 @@ def main() -> None:
             entry["AutoKernel"] = {"evaluated": what, "rows": rows, "anchor_s": ANCHORS_S.get((case, "AutoKernel"))}
             for row in rows:
                 table.append((case, "AutoKernel bench.py", what, row["runs"]))
+        if not args.dry_run:
+            print_rows(table[-sum(1 for t in table if t[0] == case):])
+            write(args.out, result)  # after every case: a run cut short keeps what it measured
 
     if args.dry_run:
         print("\ndry run: nothing executed" + ("; problems above" if problems else "; checkouts and entry points found"))
         shutil.rmtree(scratch, ignore_errors=True)
         sys.exit(1 if problems else 0)
 
+    print_rows(table)
+    print("\nPublished (shared/ANCHORS.md, H100): " +
+          ", ".join(f"{t} {c} {s} s" for (c, t), s in ANCHORS_S.items()))
+    write(args.out, result)
+    print(f"wrote {args.out}")
+
+
+def print_rows(table: list[tuple]) -> None:
     print(f"\n{'case':8s} {'tool':38s} {'evaluated':62s} {'s/candidate':>11s}  status")
     for case, tool, what, runs in table:
         secs = sorted(r["seconds"] for r in runs if r.get("seconds") is not None)
         median = f"{secs[len(secs) // 2]:.1f}" if secs else "-"
         statuses = sorted({str(r["status"]) for r in runs})
-        print(f"{case:8s} {tool:38s} {what[:62]:62s} {median:>11s}  {'; '.join(statuses)[:80]}")
-    print("\nPublished (shared/ANCHORS.md, H100): " +
-          ", ".join(f"{t} {c} {s} s" for (c, t), s in ANCHORS_S.items()))
-    try:
-        import torch
-        result["device"] = torch.cuda.get_device_name() if torch.cuda.is_available() else "no GPU"
-    except Exception:  # noqa: BLE001
-        result["device"] = "unknown"
-    out = Path(args.out)
+        print(f"{case:8s} {tool:38s} {what[:62]:62s} {median:>11s}  {'; '.join(statuses)[:80]}", flush=True)
+
+
+def write(path: str, result: dict) -> None:
+    if "device" not in result:
+        try:
+            import torch
+            result["device"] = torch.cuda.get_device_name() if torch.cuda.is_available() else "no GPU"
+        except Exception:  # noqa: BLE001
+            result["device"] = "unknown"
+    out = Path(path)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(result, indent=1, default=str))
-    print(f"wrote {out}")
 
 
 if __name__ == "__main__":
