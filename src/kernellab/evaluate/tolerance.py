@@ -91,10 +91,15 @@ def _compare_ulp(out: torch.Tensor, ref: torch.Tensor, ulp: int) -> Comparison:
 
 
 def _ulp_of(x: torch.Tensor) -> torch.Tensor:
+    """The spacing of ``x``'s dtype at each value, exactly: the exponent from ``frexp`` and the power
+    of two written as float64 bits, where ``log2`` and ``pow`` on a GPU may be an ulp off (a 1-ulp
+    fp8 difference then measured a hair over 1 ulp and failed ``ulp = 1`` on the H100)."""
     info = torch.finfo(x.dtype)
-    x64 = x.to(torch.float64).abs()
-    exponent = torch.floor(torch.log2(x64.clamp_min(info.tiny)))
-    return torch.pow(2.0, exponent - _mantissa(x.dtype))
+    x64 = x.to(torch.float64).abs().clamp_min(info.tiny)
+    _, exponent = torch.frexp(x64)  # x = m * 2^e with m in [0.5, 1): floor(log2 x) = e - 1
+    # float32 and narrower: at least 2^-149, a normal float64; float64 subnormals get 2^-1022
+    power = (exponent.to(torch.int64) - 1 - _mantissa(x.dtype)).clamp_min(-1022)
+    return ((power + 1023) << 52).view(torch.float64)
 
 
 def _mantissa(dtype: torch.dtype) -> int:
