@@ -327,20 +327,18 @@ def main() -> None:
                 entry["kernellab"] = {"evaluated": f"{task}: {what}", "rows": rows}
                 for row in rows:
                     table.append((case, f"kernellab ({row['kind']})", f"{task}: {what}", row["runs"]))
-        if "KernelBench" in tools:
-            rows = run_kernelbench(case, kb, args.timeout, args.python, scratch, args.repeats, args.dry_run)
-            what = f"level1/{kb_file}: reference wrapped as ModelNew"
-            entry["KernelBench"] = {"evaluated": what, "rows": rows, "anchor_s": ANCHORS_S.get((case, "KernelBench"))}
-            for row in rows:
-                table.append((case, "KernelBench eval_kernel_against_ref", what, row["runs"]))
-        if "AutoKernel" in tools:
-            rows = run_autokernel(case, ak, args.timeout, args.python, scratch, args.repeats, args.dry_run)
-            what = f"its own starter kernels/{ak_kind}.py (Triton)"
-            entry["AutoKernel"] = {"evaluated": what, "rows": rows, "anchor_s": ANCHORS_S.get((case, "AutoKernel"))}
-            for row in rows:
-                table.append((case, "AutoKernel bench.py", what, row["runs"]))
+        external = (("KernelBench", "KernelBench eval_kernel_against_ref", run_kernelbench, kb,
+                     f"level1/{kb_file}: reference wrapped as ModelNew"),
+                    ("AutoKernel", "AutoKernel bench.py", run_autokernel, ak,
+                     f"its own starter kernels/{ak_kind}.py (Triton)"))
+        for tool, label, runner, root, what in external:
+            if tool not in tools:
+                continue
+            rows = runner(case, root, args.timeout, args.python, scratch, args.repeats, args.dry_run)
+            entry[tool] = {"evaluated": what, "rows": rows, "anchor_s": ANCHORS_S.get((case, tool))}
+            table.extend((case, label, what, row["runs"]) for row in rows)
         if not args.dry_run:
-            print_rows(table[-sum(1 for t in table if t[0] == case):])
+            print_rows([t for t in table if t[0] == case])
             write(args.out, result)  # after every case: a run cut short keeps what it measured
 
     if args.dry_run:
