@@ -147,7 +147,7 @@ def _probe(path, kind) -> bool:
 def test_timing_scope_holds_the_lock_shared_while_judging_and_exclusive_while_timing(tmp_path):
     import fcntl
 
-    from kernellab.evaluate.stages.performance import set_timing_guard, timing_guard
+    from kernellab.evaluate.gpu_sharing import exclusive, set_exclusive_guard
 
     class P:
         def __init__(self, phase):
@@ -157,11 +157,11 @@ def test_timing_scope_holds_the_lock_shared_while_judging_and_exclusive_while_ti
     gate = EvaluationGate(lock, scope="timing")
 
     def timed():  # what time_configs holds while it times
-        with timing_guard():
+        with exclusive():
             return lock.mode, _probe(lock.path, fcntl.LOCK_SH)
 
     try:
-        set_timing_guard(lock.exclusive)
+        set_exclusive_guard(lock.exclusive)
         gate(P("evaluating"))
         assert lock.mode == "shared" and _probe(lock.path, fcntl.LOCK_SH) and not _probe(lock.path, fcntl.LOCK_EX)
         assert timed() == ("exclusive", False)  # nobody else, not even a correctness check, during a timing
@@ -171,7 +171,7 @@ def test_timing_scope_holds_the_lock_shared_while_judging_and_exclusive_while_ti
         assert timed() == ("exclusive", False)  # a timing outside an evaluation (a screening) is exclusive too
         assert not lock.held
     finally:
-        set_timing_guard(None)
+        set_exclusive_guard(None)
         gate.close()
     with pytest.raises(ValueError):
         EvaluationGate(lock, scope="everything")

@@ -21,10 +21,11 @@ from typing import Any
 import torch
 
 import kernellab
+from kernellab.evaluate import gpu_sharing
 from kernellab.evaluate.ceilings import device_name
 from kernellab.evaluate.options import EvalOptions, Resolved, resolve
 from kernellab.evaluate.reference import Case, add_precision_probes, build_case, case_nbytes
-from kernellab.evaluate.verdict import Mode, Verdict
+from kernellab.evaluate.verdict import Mode, Status, Verdict
 from kernellab.sandbox.forkserver import ForkServer, shared_server
 from kernellab.tasks.materialize import Problem, load_problem
 from kernellab.tasks.model import Config, Task, TaskError, Visibility
@@ -221,17 +222,34 @@ class EvalSession:
 
         started = time.perf_counter()
         verdict = run_pipeline(self, Path(candidate))
+        if verdict.status is Status.HARNESS_ERROR and gpu_sharing.has_exclusive_guard() \
+                and gpu_sharing.out_of_device_memory(verdict.error):
+            # Out of memory beside other processes' evaluations: nothing about the candidate yet.
+            log.info("%s: out of device memory beside other evaluations; evaluating again alone", candidate)
+            self.drop_cases()
+            with gpu_sharing.exclusive():
+                verdict = run_pipeline(self, Path(candidate))
+            verdict.notes.append("ran out of device memory beside other evaluations on this GPU; "
+                                 "evaluated again with the GPU to itself")
         verdict.elapsed_s = time.perf_counter() - started
         return verdict
+
+    def drop_cases(self) -> None:
+        """Give back the device memory of every kept reference case."""
+        self._cases.clear()
+        self._case_bytes.clear()
+        if self.device == "cuda":
+            torch.cuda.empty_cache()
 
 
 FREE_RESERVE = 0.2  # cases are dropped while less than this fraction of the GPU's memory is free
 
 
 def _case_budget(device: str) -> int:
-    """Device memory for kept reference cases: 45% of the GPU's (8 GiB on the CPU), or
-    ``KERNELLAB_CASE_CACHE_GB`` where several sessions share one GPU (parallel shards, a campaign's
-    workers): each one taking 45% would run the others out of memory.
+    """Device memory for kept reference cases: 45% of the GPU's (8 GiB on the CPU) split between the
+    sessions that share the GPU (``gpu_sharing.shared_by``: a campaign's workers), or
+    ``KERNELLAB_CASE_CACHE_GB`` (parallel shards started by hand): each one taking 45% would run the
+    others out of memory.
 
     A full evaluation of a large task (RMSNorm up to 16384², three dtypes, forward and backward)
     holds about 40 GB of cases; with less, least-recently-used eviction drops every case before
@@ -244,7 +262,7 @@ def _case_budget(device: str) -> int:
         except ValueError:
             raise TaskError(f"KERNELLAB_CASE_CACHE_GB must be a number of GiB, not {override!r}") from None
     if device == "cuda":
-        return int(torch.cuda.get_device_properties(0).total_memory * 0.45)
+        return int(torch.cuda.get_device_properties(0).total_memory * 0.45 / gpu_sharing.shared_by())
     return 8 << 30
 
 

@@ -11,7 +11,7 @@ interleaved re-timing of finalists.
   takes the lock when a solve reports ``evaluating`` or ``final`` and gives it back at its next report.
   Its scope is ``evaluation`` (the lock held exclusively for the whole evaluation) or ``timing``: the
   lock held *shared* while a kernel is judged (correctness checks of several workers overlap on the
-  GPU) and *exclusively* around each timing (``performance.set_timing_guard(lock.exclusive)``), so a timing still has the GPU
+  GPU) and *exclusively* around each timing (``gpu_sharing.set_exclusive_guard(lock.exclusive)``), so a timing still has the GPU
   to itself. A turnstile (``gpu-<index>.turn.lock``) keeps a waiting timing from being starved by a
   stream of correctness checks.
 - **Finalists**: at the end, the final kernel of every job that passed is timed again on one GPU,

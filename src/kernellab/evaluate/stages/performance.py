@@ -9,11 +9,8 @@ baselines itself on the same input sets.
 
 from __future__ import annotations
 
-import contextlib
 import math
 import time
-from collections.abc import Callable
-from contextlib import AbstractContextManager
 from dataclasses import asdict
 
 import torch
@@ -21,6 +18,7 @@ import torch
 from kernellab.evaluate import seeds
 from kernellab.evaluate.baselines import baseline_times
 from kernellab.evaluate.checking import run_case
+from kernellab.evaluate.gpu_sharing import exclusive
 from kernellab.evaluate.reference import Case
 from kernellab.evaluate.roofline import roofline, task_bytes, task_flops
 from kernellab.evaluate.verdict import Stage, StageResult, Timing, ViolationKind
@@ -82,22 +80,6 @@ def input_sets(ctx, config: Config, dtype: str, backward: bool, holdout: bool) -
     return [first] + [case(k) for k in range(1, count)]
 
 
-_timing_guard: Callable[[], AbstractContextManager[object]] = contextlib.nullcontext
-
-
-def set_timing_guard(guard: Callable[[], AbstractContextManager[object]] | None) -> None:
-    """Run every timing of this process inside ``guard()`` (None: nothing). A campaign worker that
-    shares its GPU with others for correctness checks holds the GPU's lock exclusively there: the
-    timings of the candidate, its baselines and the device ceilings, holdout timings, an agent's
-    screening and ``./check`` all come through :func:`time_configs`."""
-    global _timing_guard
-    _timing_guard = guard or contextlib.nullcontext
-
-
-def timing_guard() -> AbstractContextManager[object]:
-    return _timing_guard()
-
-
 def time_configs(ctx, configs: list[Config], holdout: bool = False,
                  dtypes: tuple[str, ...] | None = None) -> list[Timing]:
     """Timing rows for configs × dtypes × phases (``dtypes``: default, every evaluated one). Holdouts
@@ -105,7 +87,7 @@ def time_configs(ctx, configs: list[Config], holdout: bool = False,
     their speedup is reported vs eager and vs the baseline kernel."""
     rows = []
     phases = [False, True] if ctx.session.task.backward and not holdout else [False]
-    with timing_guard():
+    with exclusive():  # the GPU to itself while timing (gpu_sharing)
         for config in configs:
             for dtype in ctx.session.resolved.dtypes if dtypes is None else dtypes:
                 for backward in phases:

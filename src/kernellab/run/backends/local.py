@@ -18,6 +18,7 @@ import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from kernellab.evaluate.gpu_sharing import SHARED_BY_ENV
 from kernellab.run.scheduler import WorkerSlot
 
 log = logging.getLogger(__name__)
@@ -52,6 +53,8 @@ class LocalBackend:
         env = dict(os.environ)
         env["CUDA_VISIBLE_DEVICES"] = "" if self.interpret or slot.gpu is None else str(slot.gpu)
         env["PYTHONUNBUFFERED"] = "1"
+        if slot.gpu is not None and not self.interpret:  # its share of the GPU's memory for kept cases
+            env[SHARED_BY_ENV] = str(sum(1 for s in self.slots if s.gpu == slot.gpu))
         return env
 
     def run(self, run_dir: Path, tick: Callable[[], None] | None = None, poll_s: float = 0.5) -> dict[str, int]:

@@ -1,0 +1,58 @@
+"""How an evaluation shares its GPU with other processes on it (a campaign's workers, parallel shards).
+
+Sharing is optimistic. Correctness checks of several processes overlap on one GPU; what must have
+the GPU to itself runs inside an *exclusive guard* that the process installs (a campaign worker
+installs its GPU lock's exclusive hold):
+
+- every timing (``stages.performance.time_configs``), so no other kernel runs beside it;
+- an evaluation that ran out of device memory beside the others. Overlapping evaluations of large
+  tasks (several GB of cases and reference outputs each) can exhaust even an 80 GB GPU; the verdict
+  would then be a harness error that says nothing about the candidate. The session drops its cases and
+  evaluates again inside the guard, where only its own memory counts.
+
+Without a guard (``kernellab eval``, a lone session) both are no-ops and an out-of-memory is reported.
+``KERNELLAB_GPU_SHARED_BY`` (set by the local backend for each worker: how many workers share its
+GPU) divides the memory a session keeps for cases, so N sessions together keep what one alone would.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Callable
+from contextlib import AbstractContextManager
+
+SHARED_BY_ENV = "KERNELLAB_GPU_SHARED_BY"
+
+Guard = Callable[[], AbstractContextManager[object]]
+_exclusive: Guard | None = None
+
+# What a device allocation failure says: torch's OutOfMemoryError raised in the judge, or a CUDA error
+# text coming back from the candidate's child (its context or a copy could not be allocated).
+_OUT_OF_MEMORY_MARKERS = ("out of memory", "cudaErrorMemoryAllocation")
+
+
+def set_exclusive_guard(guard: Guard | None) -> None:
+    """Run every timing, and the retry of an evaluation that ran out of device memory, inside
+    ``guard()`` (None: no guard)."""
+    global _exclusive
+    _exclusive = guard
+
+
+def has_exclusive_guard() -> bool:
+    return _exclusive is not None
+
+
+def exclusive() -> AbstractContextManager[object]:
+    """The GPU to this process for the block, where a guard is installed."""
+    return _exclusive() if _exclusive is not None else contextlib.nullcontext()
+
+
+def out_of_device_memory(error: str | None) -> bool:
+    return bool(error) and any(marker in error for marker in _OUT_OF_MEMORY_MARKERS)
+
+
+def shared_by() -> int:
+    """How many evaluating processes share this process's GPU (1 unless told)."""
+    value = os.environ.get(SHARED_BY_ENV, "")
+    return max(1, int(value)) if value.isdigit() else 1

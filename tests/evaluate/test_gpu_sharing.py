@@ -1,0 +1,99 @@
+"""Sharing one GPU between evaluating processes: memory split between them, and an evaluation that
+ran out of device memory beside the others judged again with the GPU to itself."""
+
+from __future__ import annotations
+
+import contextlib
+from pathlib import Path
+
+import pytest
+import torch
+
+from kernellab.evaluate import gpu_sharing
+from kernellab.evaluate.gpu_sharing import SHARED_BY_ENV, exclusive, out_of_device_memory, set_exclusive_guard
+from kernellab.run.backends.local import LocalBackend
+from kernellab.run.scheduler import plan_slots
+
+EXAMPLE = Path(__file__).parents[2] / "examples" / "rmsnorm_triton.py"
+
+
+def test_device_allocation_failures_are_told_apart_from_other_errors():
+    assert out_of_device_memory("evaluator error: OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB")
+    assert out_of_device_memory("harness: malformed message: AcceleratorError: CUDA error: out of memory")
+    assert out_of_device_memory("Search for `cudaErrorMemoryAllocation' in the CUDA docs")
+    assert not out_of_device_memory("evaluator error: KeyError: 'x'")
+    assert not out_of_device_memory(None) and not out_of_device_memory("")
+
+
+def test_the_guard_wraps_the_block_only_once_installed():
+    entered = []
+
+    @contextlib.contextmanager
+    def guard():
+        entered.append("in")
+        yield
+        entered.append("out")
+
+    assert not gpu_sharing.has_exclusive_guard()
+    with exclusive():
+        assert entered == []
+    try:
+        set_exclusive_guard(guard)
+        assert gpu_sharing.has_exclusive_guard()
+        with exclusive():
+            assert entered == ["in"]
+        assert entered == ["in", "out"]
+    finally:
+        set_exclusive_guard(None)
+    assert not gpu_sharing.has_exclusive_guard()
+
+
+@pytest.mark.parametrize(("value", "expected"), [(None, 1), ("3", 3), ("0", 1), ("two", 1)])
+def test_shared_by_reads_the_environment(monkeypatch, value, expected):
+    if value is None:
+        monkeypatch.delenv(SHARED_BY_ENV, raising=False)
+    else:
+        monkeypatch.setenv(SHARED_BY_ENV, value)
+    assert gpu_sharing.shared_by() == expected
+
+
+def test_the_local_backend_tells_each_worker_how_many_share_its_gpu():
+    backend = LocalBackend(plan_slots((0, 1), 5), interpret=False)
+    shared = {slot.name: backend.environment(slot).get(SHARED_BY_ENV) for slot in backend.slots}
+    assert shared == {"w0": "3", "w1": "2", "w2": "3", "w3": "2", "w4": "3"}
+    interpreted = LocalBackend(plan_slots((), 2), interpret=True)
+    assert all(SHARED_BY_ENV not in interpreted.environment(slot) for slot in interpreted.slots)
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+def test_an_evaluation_short_of_memory_beside_others_is_judged_again_alone():
+    """Another process's memory is played by a tensor of this one, holding nearly all that is free;
+    the guard (a worker's exclusive GPU lock) stands for the others finishing, and frees it."""
+    from kernellab.evaluate.options import EvalOptions
+    from kernellab.evaluate.session import EvalSession
+    from kernellab.evaluate.verdict import Status
+    from kernellab.tasks.load import load_task
+
+    entered = []
+
+    @contextlib.contextmanager
+    def others_done():
+        entered.append(True)
+        hog.clear()
+        torch.cuda.empty_cache()
+        yield
+
+    task = load_task("normalization/rmsnorm")
+    with EvalSession(task, EvalOptions(device="cuda", time_holdout=False)) as session:
+        free, _ = torch.cuda.mem_get_info()
+        hog = [torch.empty(free - (64 << 20), dtype=torch.uint8, device="cuda")]
+        try:
+            set_exclusive_guard(others_done)
+            verdict = session.evaluate(EXAMPLE)
+        finally:
+            set_exclusive_guard(None)
+            hog.clear()
+    assert entered, "the first evaluation never ran short of memory"
+    assert verdict.status is Status.PASSED, verdict.error
+    assert any("evaluated again with the GPU to itself" in note for note in verdict.notes)
