@@ -24,6 +24,7 @@ from kernellab.run.scheduler import (
     interleaved_order,
     plan_slots,
 )
+from kernellab.score.store import Store
 from kernellab.tasks.load import SUITE_ROOT
 
 INTERPRET = Placement("interpret", device="cpu (Triton interpreter: correctness only)")
@@ -207,3 +208,18 @@ def test_eval_options_are_part_of_the_campaign(tmp_path):
     other = CampaignSpec(tasks=spec.tasks, agents=spec.agents, agent_options=spec.agent_options)
     with pytest.raises(CampaignError, match="another eval_options"):
         open_campaign(tmp_path / "run", other, INTERPRET, confined=True, confinement={}, resume=True)
+
+
+def test_a_job_folder_resumes_only_a_solve_that_recorded_its_job(tmp_path):
+    """A solve killed between creating its store and recording its job is started afresh, not resumed
+    (resuming it found "no solve to resume" and failed the job)."""
+    from kernellab.run.job import _started_solve
+
+    spec = CampaignSpec(tasks=("elementwise/relu",), agents=("replay",), seeds=1, agent_options={"replay": {"kernels": "/x"}})
+    solve_dir = tmp_path / "job"
+    assert not _started_solve(solve_dir)
+    Store.open(solve_dir).close()  # the store created, nothing in it yet
+    assert not _started_solve(solve_dir)
+    store, _ = open_campaign(solve_dir, spec, INTERPRET, confined=True, confinement={}, resume=True)
+    store.close()  # a job recorded (here a campaign's; a solve records its one job the same way)
+    assert _started_solve(solve_dir)

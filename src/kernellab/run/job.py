@@ -18,7 +18,7 @@ from typing import Any
 
 from kernellab.run.campaign import JOBS_DIR, CampaignSpec
 from kernellab.score.artifacts import job_dir_name
-from kernellab.score.store import DB_NAME, Store
+from kernellab.score.store import DB_NAME, Store, StoreError
 from kernellab.score.store_records import JobRecord
 
 log = logging.getLogger(__name__)
@@ -39,33 +39,42 @@ def job_dir(run_dir: Path, job: JobRecord) -> Path:
 
 
 def execute_job(store: Store, job: JobRecord, spec: CampaignSpec, *, interpret: bool,
-                progress: Callable[[Any], None] | None = None) -> JobOutcome:
-    """Run ``job`` to its end and record it in ``store`` (the campaign's). Ctrl-C puts it back to pending."""
+                progress: Callable[[Any], None] | None = None,
+                stopping: Callable[[], bool] = lambda: False) -> JobOutcome:
+    """Run ``job`` to its end and record it in ``store`` (the campaign's). Ctrl-C puts it back to pending,
+    and so does a failure once ``stopping()`` says a stop was asked for: the signal reaches the solve's
+    own processes too (its evaluation children, an agent's CLI), and what fails then is not the job's."""
     from kernellab.agents.solve import solve
     from kernellab.evaluate.options import EvalOptions
 
     out = job_dir(store.run_dir, job)
     finished = _finished_solve(out)
     if finished is None:
-        if out.exists() and not (out / DB_NAME).exists():
+        started = _started_solve(out)
+        if out.exists() and not started:
             shutil.rmtree(out)  # killed before its solve recorded anything: start it afresh
         try:
             result = solve(job.task_id, job.agent, spec.options_for(job.agent), spec.strategy,
                            dict(spec.strategy_options), spec.budget, out, confine=spec.confine, progress=progress,
                            eval_options=EvalOptions(device="cpu" if interpret else "cuda",
                                                     **spec.evaluation_overrides()), seed=job.seed,
-                           resume=(out / DB_NAME).exists())
+                           resume=started)
         except KeyboardInterrupt:
             store.requeue(job)
             return JobOutcome("interrupted", None)
         except Exception as exc:  # noqa: BLE001 — any failure of a solve is the job's, recorded
+            if stopping():
+                log.info("job %s (%s) ended by the stop (%s: %s); pending again", job.id, job.key,
+                         type(exc).__name__, exc)
+                store.requeue(job)
+                return JobOutcome("interrupted", None)
             error = f"{type(exc).__name__}: {exc}"
             log.warning("job %s (%s) failed: %s", job.id, job.key, error)
             with store.transaction():
                 _copy_solve(store, job, out)
                 store.finish_job(job, "failed", error)
             return JobOutcome("error", "failed", error)
-        if result.interrupted:
+        if result.interrupted or (stopping() and result.status not in SCORED):
             store.requeue(job)
             return JobOutcome("interrupted", None)
         status = result.status
@@ -75,6 +84,18 @@ def execute_job(store: Store, job: JobRecord, spec: CampaignSpec, *, interpret: 
         _copy_solve(store, job, out)
         store.finish_job(job, "done")
     return JobOutcome(status, "done")
+
+
+def _started_solve(out: Path) -> bool:
+    """Whether ``out`` holds a solve that recorded its job (a store created, then killed before the
+    solve's first write, holds none and starts afresh)."""
+    if not (out / DB_NAME).exists():
+        return False
+    try:
+        with Store.open(out, create=False) as solved:
+            return bool(solved.jobs())
+    except StoreError:  # a store killed while being created: nothing to resume
+        return False
 
 
 def _finished_solve(out: Path) -> str | None:

@@ -57,7 +57,8 @@ def work(run_dir: Path, name: str, *, gpu: int | None, interpret: bool, watch_pa
             current["job"] = job.id
             gate = EvaluationGate(lock, progress, lock_scope)
             try:
-                outcome = execute_job(store, job, spec, interpret=interpret, progress=gate)
+                outcome = execute_job(store, job, spec, interpret=interpret, progress=gate,
+                                      stopping=_STOP.is_set)
             finally:
                 gate.close()
                 current.pop("job", None)
@@ -89,7 +90,11 @@ def _heartbeat(run_dir: Path, current: dict[str, int], stop: threading.Event, pa
         store.close()
 
 
+_STOP = threading.Event()  # SIGINT or SIGTERM arrived: the job in hand goes back to pending
+
+
 def _interrupt(signum: int, frame: Any) -> None:
+    _STOP.set()
     raise KeyboardInterrupt
 
 
@@ -106,6 +111,7 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.DEBUG if args.debug else logging.INFO,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     signal.signal(signal.SIGTERM, _interrupt)
+    signal.signal(signal.SIGINT, _interrupt)
     try:
         work(args.run_dir, args.name, gpu=args.gpu, interpret=args.interpret, watch_parent=args.watch_parent,
              lock_scope=args.lock_scope)
