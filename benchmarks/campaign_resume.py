@@ -23,8 +23,9 @@ strategy ``single``. The recorded kernels are written to ``DIR/recorded/`` first
 - ``all``: both runs and the comparison in one process; ``render``: the HTML report and a screenshot.
 
 On a GPU every job's evaluation runs without the ``torch.compile`` baseline and without holdout
-timings (``--eval-option compile_baseline=false --eval-option time_holdout=false``; holdout
-correctness still runs) and the finalists are not re-timed (``--retime-rounds 0``): the evidence is
+timings, with 0.3 s of timing per config and dtype (``--eval-option compile_baseline=false
+--eval-option time_holdout=false --eval-option timing_budget_s=0.3``; holdout correctness still
+runs: the timings of 80 jobs are one after the other on a GPU) and the finalists are not re-timed (``--retime-rounds 0``): the evidence is
 about resuming and placement, not about those numbers. ``--gpu-lock timing`` (default) lets the
 workers' correctness checks overlap on a GPU while each timing has it to itself. With ``--device cpu``
 it all runs under the Triton interpreter (correctness only; speedups are null and only verdicts
@@ -50,7 +51,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT / "src") not in sys.path:
     sys.path.insert(0, str(ROOT / "src"))  # this checkout's kernellab, as for the campaign's subprocesses
-GPU_EVAL_OPTIONS = ("compile_baseline=false", "time_holdout=false")
+GPU_EVAL_OPTIONS = ("compile_baseline=false", "time_holdout=false", "timing_budget_s=0.3")
 # Triton baselines first (search tunes them, replay re-scores them), then tasks a search template
 # matches (no baseline: the template is both agents' kernel). Chosen for small, quick seen configs.
 BASELINE_TASKS = (
@@ -448,6 +449,8 @@ def run_phase(args: argparse.Namespace, out: Path, interrupted: bool) -> dict[st
     if resuming:
         log(f"{run_dir} holds this campaign already: resuming it")
         doc["continued_earlier_phase"] = True
+        if (out / "phase.json").exists():  # what the earlier call of this phase did (its SIGKILL, say)
+            doc["earlier"] = json.loads((out / "phase.json").read_text())
         doc["resume"] = run_once(argv + ["--resume"], env, logs, args.timeout)
     elif interrupted:
         log(f"{total} jobs; SIGKILL once {args.kill_at:.0%} are finished")

@@ -52,6 +52,16 @@ def out_of_device_memory(error: str | None) -> bool:
     return bool(error) and any(marker in error for marker in _OUT_OF_MEMORY_MARKERS)
 
 
+def give_back_memory() -> None:
+    """Return this process's cached but unused device memory to the GPU: PyTorch's allocator keeps what
+    an evaluation freed (often tens of GB), which the other processes on the GPU cannot use."""
+    import sys
+
+    torch = sys.modules.get("torch")
+    if torch is not None and torch.cuda.is_initialized():
+        torch.cuda.empty_cache()
+
+
 def shared_by() -> int:
     """How many evaluating processes share this process's GPU (1 unless told)."""
     value = os.environ.get(SHARED_BY_ENV, "")

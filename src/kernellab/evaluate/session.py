@@ -89,6 +89,7 @@ class EvalSession:
         self.close()
 
     def close(self) -> None:
+        self.drop_cases()
         if self._own_work_dir:
             shutil.rmtree(self.work_dir, ignore_errors=True)
 

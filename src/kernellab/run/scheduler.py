@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import gc
 import json
 import logging
 import os
@@ -34,6 +35,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Self
 
+from kernellab.evaluate.gpu_sharing import give_back_memory
 from kernellab.evaluate.options import default_cache_dir
 from kernellab.score.store import Store
 from kernellab.score.store_records import RunRecord
@@ -166,6 +168,8 @@ class EvaluationGate:
     def __call__(self, progress: Any) -> None:
         if self.lock is not None:
             if progress.phase not in EVALUATING_PHASES:
+                if self.lock.held:
+                    give_back_memory()  # what the evaluation freed, to the others on this GPU
                 self.lock.release()
             elif self.scope == "timing":
                 self.lock.acquire_shared()
@@ -176,6 +180,8 @@ class EvaluationGate:
 
     def close(self) -> None:
         if self.lock is not None:
+            gc.collect()  # the job's sessions and their cases, then their memory back to the GPU
+            give_back_memory()
             self.lock.release()
 
 

@@ -20,9 +20,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from kernellab.evaluate.gpu_sharing import set_exclusive_guard
 from kernellab.run.campaign import campaign_spec
 from kernellab.run.job import execute_job
-from kernellab.evaluate.gpu_sharing import set_exclusive_guard
 from kernellab.run.scheduler import EvaluationGate, GpuLock
 from kernellab.score.store import Store
 
