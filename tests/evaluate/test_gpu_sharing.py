@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from kernellab.evaluate import gpu_sharing
-from kernellab.evaluate.gpu_sharing import SHARED_BY_ENV, exclusive, out_of_device_memory, set_exclusive_guard
+from kernellab.evaluate.gpu_sharing import SHARED_BY_ENV, alone, exclusive, out_of_device_memory, set_guards
 from kernellab.run.backends.local import LocalBackend
 from kernellab.run.scheduler import plan_slots
 
@@ -25,27 +25,35 @@ def test_device_allocation_failures_are_told_apart_from_other_errors():
     assert not out_of_device_memory(None) and not out_of_device_memory("")
 
 
-def test_the_guard_wraps_the_block_only_once_installed():
+def test_the_guards_wrap_their_blocks_only_once_installed():
     entered = []
 
-    @contextlib.contextmanager
-    def guard():
-        entered.append("in")
-        yield
-        entered.append("out")
+    def guard(name):
+        @contextlib.contextmanager
+        def hold():
+            entered.append(name)
+            yield
+            entered.append(f"/{name}")
+        return hold
 
-    assert not gpu_sharing.has_exclusive_guard()
-    with exclusive():
+    assert not gpu_sharing.has_guards()
+    with exclusive(), alone():
         assert entered == []
     try:
-        set_exclusive_guard(guard)
-        assert gpu_sharing.has_exclusive_guard()
+        set_guards(guard("exclusive"))
+        assert gpu_sharing.has_guards()
         with exclusive():
-            assert entered == ["in"]
-        assert entered == ["in", "out"]
+            assert entered == ["exclusive"]
+        with alone():  # without its own guard, alone is the exclusive one
+            pass
+        assert entered == ["exclusive", "/exclusive", "exclusive", "/exclusive"]
+        entered.clear()
+        set_guards(guard("exclusive"), guard("alone"))
+        with alone():
+            assert entered == ["alone"]
     finally:
-        set_exclusive_guard(None)
-    assert not gpu_sharing.has_exclusive_guard()
+        set_guards(None)
+    assert not gpu_sharing.has_guards()
 
 
 @pytest.mark.parametrize(("value", "expected"), [(None, 1), ("3", 3), ("0", 1), ("two", 1)])
@@ -89,10 +97,10 @@ def test_an_evaluation_short_of_memory_beside_others_is_judged_again_alone():
         free, _ = torch.cuda.mem_get_info()
         hog = [torch.empty(free - (64 << 20), dtype=torch.uint8, device="cuda")]
         try:
-            set_exclusive_guard(others_done)
+            set_guards(contextlib.nullcontext, others_done)
             verdict = session.evaluate(EXAMPLE)
         finally:
-            set_exclusive_guard(None)
+            set_guards(None)
             hog.clear()
     assert entered, "the first evaluation never ran short of memory"
     assert verdict.status is Status.PASSED, verdict.error

@@ -148,7 +148,7 @@ def _probe(path, kind) -> bool:
 def test_timing_scope_holds_the_lock_shared_while_judging_and_exclusive_while_timing(tmp_path):
     import fcntl
 
-    from kernellab.evaluate.gpu_sharing import exclusive, set_exclusive_guard
+    from kernellab.evaluate.gpu_sharing import exclusive, set_guards
 
     class P:
         def __init__(self, phase):
@@ -162,7 +162,7 @@ def test_timing_scope_holds_the_lock_shared_while_judging_and_exclusive_while_ti
             return lock.mode, _probe(lock.path, fcntl.LOCK_SH)
 
     try:
-        set_exclusive_guard(lock.exclusive)
+        set_guards(lock.exclusive)
         gate(P("evaluating"))
         assert lock.mode == "shared" and _probe(lock.path, fcntl.LOCK_SH) and not _probe(lock.path, fcntl.LOCK_EX)
         assert timed() == ("exclusive", False)  # nobody else, not even a correctness check, during a timing
@@ -172,7 +172,7 @@ def test_timing_scope_holds_the_lock_shared_while_judging_and_exclusive_while_ti
         assert timed() == ("exclusive", False)  # a timing outside an evaluation (a screening) is exclusive too
         assert not lock.held
     finally:
-        set_exclusive_guard(None)
+        set_guards(None)
         gate.close()
     with pytest.raises(ValueError):
         EvaluationGate(lock, scope="everything")
@@ -223,3 +223,37 @@ def test_a_job_folder_resumes_only_a_solve_that_recorded_its_job(tmp_path):
     store, _ = open_campaign(solve_dir, spec, INTERPRET, confined=True, confinement={}, resume=True)
     store.close()  # a job recorded (here a campaign's; a solve records its one job the same way)
     assert _started_solve(solve_dir)
+
+
+def test_alone_waits_until_no_other_evaluation_is_on_the_gpu(tmp_path):
+    """A retry after running out of memory waits for the others' evaluations to end, not only for the
+    GPU lock: an evaluation in a timing has let go of its shared hold but not of its memory."""
+    other, me = GpuLock(0, tmp_path), GpuLock(0, tmp_path)
+    other.begin("shared")
+    me.begin("shared")
+    got = threading.Event()
+    held = []
+
+    def retry():
+        with me.alone():
+            held.append(me.mode)
+            got.set()
+
+    thread = threading.Thread(target=retry, daemon=True)
+    thread.start()
+    time.sleep(0.3)
+    assert not got.is_set()
+    with other.exclusive():  # the other evaluation's timing
+        time.sleep(0.3)
+        assert not got.is_set()
+    time.sleep(0.3)
+    assert not got.is_set() and other.mode == "shared"  # still evaluating
+    other.end()
+    thread.join(10)
+    assert got.is_set() and held == ["exclusive"]
+    assert me.mode == "shared"  # back to what it held before
+    newcomer = GpuLock(0, tmp_path)
+    newcomer.begin("shared")  # an evaluation starts beside it again
+    assert newcomer.mode == "shared"
+    newcomer.end()
+    me.end()

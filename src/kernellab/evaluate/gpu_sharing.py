@@ -1,14 +1,15 @@
 """How an evaluation shares its GPU with other processes on it (a campaign's workers, parallel shards).
 
 Sharing is optimistic. Correctness checks of several processes overlap on one GPU; what must have
-the GPU to itself runs inside an *exclusive guard* that the process installs (a campaign worker
-installs its GPU lock's exclusive hold):
+the GPU to itself runs inside guards that the process installs (a campaign worker installs its GPU
+lock's ``exclusive`` and ``alone`` holds):
 
-- every timing (``stages.performance.time_configs``), so no other kernel runs beside it;
-- an evaluation that ran out of device memory beside the others. Overlapping evaluations of large
-  tasks (several GB of cases and reference outputs each) can exhaust even an 80 GB GPU; the verdict
-  would then be a harness error that says nothing about the candidate. The session drops its cases and
-  evaluates again inside the guard, where only its own memory counts.
+- every timing (``stages.performance.time_configs``) runs inside ``exclusive``: no other kernel runs
+  beside it;
+- an evaluation that ran out of device memory beside the others runs again inside ``alone``.
+  Overlapping evaluations of large tasks (tens of GB each at the largest holdout configs) can exhaust
+  even an 80 GB GPU; the verdict would be a harness error that says nothing about the candidate. The
+  session drops its cases and evaluates again once every other evaluation on the GPU has ended.
 
 Without a guard (``kernellab eval``, a lone session) both are no-ops and an out-of-memory is reported.
 ``KERNELLAB_GPU_SHARED_BY`` (set by the local backend for each worker: how many workers share its
@@ -26,26 +27,34 @@ SHARED_BY_ENV = "KERNELLAB_GPU_SHARED_BY"
 
 Guard = Callable[[], AbstractContextManager[object]]
 _exclusive: Guard | None = None
+_alone: Guard | None = None
 
 # What a device allocation failure says: torch's OutOfMemoryError raised in the judge, or a CUDA error
 # text coming back from the candidate's child (its context or a copy could not be allocated).
 _OUT_OF_MEMORY_MARKERS = ("out of memory", "cudaErrorMemoryAllocation")
 
 
-def set_exclusive_guard(guard: Guard | None) -> None:
-    """Run every timing, and the retry of an evaluation that ran out of device memory, inside
-    ``guard()`` (None: no guard)."""
-    global _exclusive
-    _exclusive = guard
+def set_guards(exclusive: Guard | None, alone: Guard | None = None) -> None:
+    """``exclusive``: every timing runs inside it (no other kernel on the GPU). ``alone``: the retry of
+    an evaluation that ran out of device memory runs inside it, once no other evaluation holds memory
+    on the GPU (default: ``exclusive``). None: no guards."""
+    global _exclusive, _alone
+    _exclusive = exclusive
+    _alone = alone or exclusive
 
 
-def has_exclusive_guard() -> bool:
+def has_guards() -> bool:
     return _exclusive is not None
 
 
 def exclusive() -> AbstractContextManager[object]:
-    """The GPU to this process for the block, where a guard is installed."""
+    """The GPU to this process for the block (a timing), where a guard is installed."""
     return _exclusive() if _exclusive is not None else contextlib.nullcontext()
+
+
+def alone() -> AbstractContextManager[object]:
+    """The GPU and its memory to this process for the block, where a guard is installed."""
+    return _alone() if _alone is not None else contextlib.nullcontext()
 
 
 def out_of_device_memory(error: str | None) -> bool:

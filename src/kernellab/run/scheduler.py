@@ -11,7 +11,7 @@ interleaved re-timing of finalists.
   takes the lock when a solve reports ``evaluating`` or ``final`` and gives it back at its next report.
   Its scope is ``evaluation`` (the lock held exclusively for the whole evaluation) or ``timing``: the
   lock held *shared* while a kernel is judged (correctness checks of several workers overlap on the
-  GPU) and *exclusively* around each timing (``gpu_sharing.set_exclusive_guard(lock.exclusive)``), so a timing still has the GPU
+  GPU) and *exclusively* around each timing (``gpu_sharing.set_guards(lock.exclusive, lock.alone)``), so a timing still has the GPU
   to itself. A turnstile (``gpu-<index>.turn.lock``) keeps a waiting timing from being starved by a
   stream of correctness checks.
 - **Finalists**: at the end, the final kernel of every job that passed is timed again on one GPU,
@@ -64,46 +64,111 @@ def lock_dir() -> Path:
     return Path(os.environ.get("KERNELLAB_LOCK_DIR", default_cache_dir() / "locks"))
 
 
+class _FileLock:
+    """One ``flock``ed file held shared or exclusive, with a turnstile (a second file) that a newcomer
+    passes before queueing, so a waiting exclusive holder is not starved by a stream of shared ones.
+    Changing from shared to exclusive lets the shared hold go first (``flock`` cannot convert
+    atomically), then queues at the turnstile like any newcomer; nothing waits on a turnstile while
+    holding its lock, so no two holders can deadlock on it. Exclusive to shared is a downgrade in
+    place, which nobody can overtake."""
+
+    def __init__(self, path: Path, turnstile: Path) -> None:
+        self.path = path
+        self.turnstile = turnstile
+        self.fd: int | None = None
+        self.mode: str | None = None  # None, "shared" or "exclusive"
+
+    def take(self, mode: str) -> None:
+        if self.mode == mode:
+            return
+        if self.mode == "exclusive":
+            fcntl.flock(self.fd, fcntl.LOCK_SH)
+            self.mode = mode
+            return
+        if self.fd is None:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self.fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        elif self.mode == "shared":
+            fcntl.flock(self.fd, fcntl.LOCK_UN)
+            self.mode = None
+        turn = os.open(self.turnstile, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(turn, fcntl.LOCK_EX)
+            fcntl.flock(self.fd, fcntl.LOCK_EX if mode == "exclusive" else fcntl.LOCK_SH)
+            self.mode = mode
+        except BaseException:
+            self.release()
+            raise
+        finally:
+            os.close(turn)  # closing it releases the turnstile
+
+    def release(self) -> None:
+        if self.fd is None:
+            return
+        fd, self.fd, self.mode = self.fd, None, None
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        os.close(fd)
+
+
 class GpuLock:
     """Use of one GPU for evaluation, across processes and campaigns on this host: held exclusively
     (``acquire``: a timing, or a whole evaluation) or shared (``acquire_shared``: correctness checks,
     which may overlap each other but never a timing). The kernel releases an ``flock`` when its holder
     dies, so a killed worker never leaves it taken.
 
+    A second lock, *presence*, is held shared for the whole of an evaluation (``begin``/``end``),
+    timings included: a timing gives up its shared hold of the GPU to take it exclusively, but its
+    memory stays allocated. ``alone`` takes presence exclusively, so an evaluation that ran out of
+    device memory beside others runs again once every other evaluation on the GPU has ended. Presence
+    is always taken before the GPU lock and never while holding it, so the two cannot deadlock.
+
     One ``GpuLock`` per GPU and process: ``flock`` locks belong to an open file, so two objects on
-    the same file in one process exclude each other like two processes do. Changing from shared to
-    exclusive lets the shared hold go first (``flock`` cannot convert atomically), then queues at the
-    turnstile like any newcomer; nothing waits on the turnstile while holding the GPU lock, so no
-    two holders can deadlock."""
+    the same file in one process exclude each other like two processes do."""
 
     def __init__(self, gpu: int, directory: Path | None = None) -> None:
         self.gpu = gpu
         folder = directory or lock_dir()
-        self.path = folder / f"gpu-{gpu}.lock"
-        self.turnstile = folder / f"gpu-{gpu}.turn.lock"
-        self._fd: int | None = None
-        self.mode: str | None = None  # None, "shared" or "exclusive"
+        self._use = _FileLock(folder / f"gpu-{gpu}.lock", folder / f"gpu-{gpu}.turn.lock")
+        self._presence = _FileLock(folder / f"gpu-{gpu}.presence.lock", folder / f"gpu-{gpu}.presence.turn.lock")
+        self.path = self._use.path
+        self.turnstile = self._use.turnstile
         self._mutex = threading.RLock()  # the threads of one process take turns in changing the mode
 
     @property
+    def mode(self) -> str | None:
+        return self._use.mode
+
+    @property
     def held(self) -> bool:
-        return self._fd is not None and self.mode is not None
+        return self._use.mode is not None
 
     def acquire(self) -> None:
         """Exclusive use (a shared hold is given up first)."""
-        self._take("exclusive")
+        with self._mutex:
+            self._use.take("exclusive")
 
     def acquire_shared(self) -> None:
         """Shared use: alongside other shared holders, never alongside an exclusive one."""
-        self._take("shared")
+        with self._mutex:
+            self._use.take("shared")
 
     def release(self) -> None:
         with self._mutex:
-            if self._fd is None:
-                return
-            fd, self._fd, self.mode = self._fd, None, None
-            fcntl.flock(fd, fcntl.LOCK_UN)
-            os.close(fd)
+            self._use.release()
+
+    def begin(self, mode: str) -> None:
+        """An evaluation starts (or goes on) with the GPU held in ``mode``, its presence announced."""
+        with self._mutex:
+            if self._presence.mode is None:
+                self._use.release()  # presence first, never while holding the GPU
+                self._presence.take("shared")
+            self._use.take(mode)
+
+    def end(self) -> None:
+        """The evaluation is over: the GPU and presence given back."""
+        with self._mutex:
+            self._use.release()
+            self._presence.release()
 
     @contextlib.contextmanager
     def exclusive(self) -> Iterator[None]:
@@ -119,31 +184,26 @@ class GpuLock:
                 elif before is None:
                     self.release()
 
-    def _take(self, mode: str) -> None:
+    @contextlib.contextmanager
+    def alone(self) -> Iterator[None]:
+        """The GPU exclusively, once no other evaluation is on it (each one's memory freed), then back
+        to what was held before."""
         with self._mutex:
-            if self.mode == mode:
-                return
-            if self.mode == "exclusive":  # exclusive to shared: nobody can overtake a downgrade
-                fcntl.flock(self._fd, fcntl.LOCK_SH)
-                self.mode = mode
-                return
-            if self._fd is None:
-                self.path.parent.mkdir(parents=True, exist_ok=True)
-                self._fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
-            elif self.mode == "shared":
-                fcntl.flock(self._fd, fcntl.LOCK_UN)
-                self.mode = None
-            turn = os.open(self.turnstile, os.O_RDWR | os.O_CREAT, 0o644)
+            before, present = self.mode, self._presence.mode
+            self._use.release()
+            self._presence.release()
+            self._presence.take("exclusive")
+            self._use.take("exclusive")
             try:
-                fcntl.flock(turn, fcntl.LOCK_EX)
-                fcntl.flock(self._fd, fcntl.LOCK_EX if mode == "exclusive" else fcntl.LOCK_SH)
-                self.mode = mode
-            except BaseException:
-                fd, self._fd, self.mode = self._fd, None, None
-                os.close(fd)
-                raise
+                yield
             finally:
-                os.close(turn)  # closing it releases the turnstile
+                self._use.release()
+                if present:
+                    self._presence.take("shared")
+                else:
+                    self._presence.release()
+                if before is not None:
+                    self._use.take(before)
 
     def __enter__(self) -> Self:
         self.acquire()
@@ -170,11 +230,9 @@ class EvaluationGate:
             if progress.phase not in EVALUATING_PHASES:
                 if self.lock.held:
                     give_back_memory()  # what the evaluation freed, to the others on this GPU
-                self.lock.release()
-            elif self.scope == "timing":
-                self.lock.acquire_shared()
+                self.lock.end()
             else:
-                self.lock.acquire()
+                self.lock.begin("shared" if self.scope == "timing" else "exclusive")
         if self.forward is not None:
             self.forward(progress)
 
@@ -182,7 +240,7 @@ class EvaluationGate:
         if self.lock is not None:
             gc.collect()  # the job's sessions and their cases, then their memory back to the GPU
             give_back_memory()
-            self.lock.release()
+            self.lock.end()
 
 
 # ------------------------------------------------------------------------------------ finalists

@@ -20,7 +20,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from kernellab.evaluate.gpu_sharing import set_exclusive_guard
+from kernellab.evaluate.gpu_sharing import set_guards
 from kernellab.run.campaign import campaign_spec
 from kernellab.run.job import execute_job
 from kernellab.run.scheduler import EvaluationGate, GpuLock
@@ -48,8 +48,8 @@ def work(run_dir: Path, name: str, *, gpu: int | None, interpret: bool, watch_pa
             raise RuntimeError(f"{run_dir}: no campaign recorded")
         spec = campaign_spec(run)
         lock = GpuLock(gpu) if gpu is not None and not interpret else None
-        if lock is not None:  # timings, and an evaluation that ran short of memory beside others
-            set_exclusive_guard(lock.exclusive)
+        if lock is not None:  # timings; an evaluation that ran short of memory beside others
+            set_guards(lock.exclusive, lock.alone)
         while True:
             job = store.claim_next_job(name, gpu=None if gpu is None else str(gpu), run_id=run.id)
             if job is None:
