@@ -23,9 +23,10 @@ strategy ``single``. The recorded kernels are written to ``DIR/recorded/`` first
 - ``all``: both runs and the comparison in one process; ``render``: the HTML report and a screenshot.
 
 On a GPU every job's evaluation runs without the ``torch.compile`` baseline and without holdout
-timings, with 0.3 s of timing per config and dtype (``--eval-option compile_baseline=false
---eval-option time_holdout=false --eval-option timing_budget_s=0.3``; holdout correctness still
-runs: the timings of 80 jobs are one after the other on a GPU) and the finalists are not re-timed (``--retime-rounds 0``): the evidence is
+timings, in one dtype per task, with 0.3 s of timing per config (``--eval-option
+compile_baseline=false --eval-option time_holdout=false --eval-option timing_budget_s=0.3
+--eval-option dtypes=one``; holdout correctness still runs: the timings of 80 jobs are one after the
+other on a GPU) and the finalists are not re-timed (``--retime-rounds 0``): the evidence is
 about resuming and placement, not about those numbers. ``--gpu-lock timing`` (default) lets the
 workers' correctness checks overlap on a GPU while each timing has it to itself. With ``--device cpu``
 it all runs under the Triton interpreter (correctness only; speedups are null and only verdicts
@@ -51,7 +52,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT / "src") not in sys.path:
     sys.path.insert(0, str(ROOT / "src"))  # this checkout's kernellab, as for the campaign's subprocesses
-GPU_EVAL_OPTIONS = ("compile_baseline=false", "time_holdout=false", "timing_budget_s=0.3")
+GPU_EVAL_OPTIONS = ("compile_baseline=false", "time_holdout=false", "timing_budget_s=0.3", "dtypes=one")
 # Triton baselines first (search tunes them, replay re-scores them), then tasks a search template
 # matches (no baseline: the template is both agents' kernel). Chosen for small, quick seen configs.
 BASELINE_TASKS = (

@@ -47,6 +47,17 @@ def test_every_dtype_or_a_chosen_few_can_still_be_timed(rmsnorm):
     assert unevaluated.holdout_timing_dtypes() == ()  # never checked in float16: never timed in it
 
 
+def test_one_dtype_per_task_prefers_bfloat16():
+    rmsnorm = load_task("normalization/rmsnorm")
+    assert resolve(rmsnorm, EvalOptions(dtypes="one"), cuda_available=True).dtypes == ("bfloat16",)
+    on_cpu = resolve(rmsnorm, EvalOptions(dtypes="one", device="cpu"), cuda_available=False)
+    assert on_cpu.dtypes == ("float32",)  # the interpreter does not emulate bfloat16
+    adamw = load_task("optimizer/adamw")
+    assert resolve(adamw, EvalOptions(dtypes="one"), cuda_available=True).dtypes == adamw.dtypes[:1]
+    with pytest.raises(TaskError):
+        EvalOptions(dtypes="two")
+
+
 @pytest.mark.parametrize("value", ["some", ("float8",)])
 def test_an_unknown_holdout_timing_choice_is_refused(value):
     with pytest.raises(TaskError):

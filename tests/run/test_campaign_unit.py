@@ -197,10 +197,10 @@ def test_a_shared_holder_lets_others_share_and_a_timing_waits_for_it(tmp_path):
 
 def test_eval_options_are_part_of_the_campaign(tmp_path):
     spec = CampaignSpec(tasks=("elementwise/relu",), agents=("replay",), agent_options={"replay": {"kernels": "/x"}},
-                        eval_options={"compile_baseline": "false", "timing_budget_s": "0.2"})
-    assert spec.evaluation_overrides() == {"compile_baseline": False, "timing_budget_s": 0.2}
+                        eval_options={"compile_baseline": "false", "timing_budget_s": "0.2", "dtypes": "one"})
+    assert spec.evaluation_overrides() == {"compile_baseline": False, "timing_budget_s": 0.2, "dtypes": "one"}
     assert CampaignSpec.from_dict(spec.to_dict()) == spec
-    for bad in ({"stages": "smoke"}, {"time_holdout": "maybe"}, {"timing_budget_s": "-1"}):
+    for bad in ({"stages": "smoke"}, {"time_holdout": "maybe"}, {"timing_budget_s": "-1"}, {"dtypes": "two"}):
         with pytest.raises(CampaignError, match="--eval-option"):
             CampaignSpec(tasks=spec.tasks, agents=spec.agents, eval_options=bad)
     store, _ = open_campaign(tmp_path / "run", spec, INTERPRET, confined=True, confinement={}, resume=False)

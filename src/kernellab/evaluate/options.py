@@ -27,7 +27,9 @@ class EvalOptions:
 
     policy: Policy | None = None
     configs: str = "all"  # seen | holdout | all  (holdout: also run the holdout stage)
-    dtypes: tuple[str, ...] | None = None
+    # None: the task's dtypes; "one": one per task (bfloat16 where the task has it, else its first,
+    # a campaign's cheap setting); or a tuple of dtypes.
+    dtypes: tuple[str, ...] | str | None = None
     seed: int = 0
     stages: frozenset[Stage] = ALL_STAGES
     trials: int = 3  # fresh input sets per seen config in the shape sweep
@@ -52,7 +54,9 @@ class EvalOptions:
     def __post_init__(self) -> None:
         if self.configs not in CONFIG_SETS:
             raise TaskError(f"--configs must be one of {', '.join(CONFIG_SETS)}, not {self.configs!r}")
-        for dt in self.dtypes or ():
+        if isinstance(self.dtypes, str) and self.dtypes != "one":
+            raise TaskError(f"dtypes must be \"one\" or a tuple of dtypes, not {self.dtypes!r}")
+        for dt in () if isinstance(self.dtypes, str) else self.dtypes or ():
             if dt not in DTYPES:
                 raise TaskError(f"--dtype {dt!r} is not one of {', '.join(DTYPES)}")
         timed = self.holdout_timing_dtypes
@@ -104,7 +108,12 @@ def resolve(task: Task, options: EvalOptions, cuda_available: bool) -> Resolved:
     device = options.device or ("cuda" if cuda_available else "cpu")
     if device == "cuda" and not cuda_available:
         raise TaskError("--device cuda was asked for, but no CUDA GPU is visible")
-    dtypes = options.dtypes or task.dtypes
+    if options.dtypes == "one":
+        usable = [d for d in task.dtypes if device != "cpu" or d != "bfloat16"] or list(task.dtypes)
+        dtypes = (HOLDOUT_TIMING_PREFERRED,) if HOLDOUT_TIMING_PREFERRED in usable else tuple(usable[:1])
+        notes.append(f"one dtype per task: {dtypes[0]} of {list(task.dtypes)}")
+    else:
+        dtypes = options.dtypes or task.dtypes
     unknown = [d for d in dtypes if d not in task.dtypes]
     if unknown and options.dtypes:
         notes.append(f"dtype {unknown[0]} is not among the task's dtypes {list(task.dtypes)}; evaluated anyway")

@@ -30,7 +30,8 @@ SUITE_WORDS = ("suite", "all")
 SPEC_KEYS = ("tasks", "agents", "agent_options", "seeds", "strategy", "strategy_options", "budget", "confine",
              "eval_options")
 # --eval-option: what a campaign may change in every job's evaluation (its verdicts are judged alike), by type
-EVAL_OPTION_TYPES = {"compile_baseline": bool, "time_holdout": bool, "timing_budget_s": float}
+EVAL_OPTION_TYPES = {"compile_baseline": bool, "time_holdout": bool, "timing_budget_s": float,
+                     "dtypes": ("one", "all")}
 
 
 class CampaignError(TaskError):
@@ -91,6 +92,12 @@ class CampaignSpec:
             kind = EVAL_OPTION_TYPES.get(key)
             if kind is None:
                 raise CampaignError(f"--eval-option {key!r} is not one of {', '.join(EVAL_OPTION_TYPES)}")
+            if isinstance(kind, tuple):
+                if text not in kind:
+                    raise CampaignError(f"--eval-option {key} must be one of {', '.join(kind)}, not {text!r}")
+                if text != "all":
+                    out[key] = text
+                continue
             if kind is bool:
                 value = parse_flag(text)
                 if value is None:
