@@ -105,3 +105,32 @@ def test_an_evaluation_short_of_memory_beside_others_is_judged_again_alone():
     assert entered, "the first evaluation never ran short of memory"
     assert verdict.status is Status.PASSED, verdict.error
     assert any("evaluated again with the GPU to itself" in note for note in verdict.notes)
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+def test_evaluations_leave_no_device_memory_behind():
+    """What the judge sent a candidate child is freed once the child is gone: a child that exits
+    holding received memory leaves it allocated in the judge for good (torch's CUDA IPC counts)."""
+    import gc
+
+    from kernellab.evaluate.options import EvalOptions
+    from kernellab.evaluate.session import EvalSession
+    from kernellab.evaluate.verdict import Status
+    from kernellab.tasks.load import load_task
+
+    def left_over(session) -> int:
+        session.drop_cases()
+        gc.collect()
+        torch.cuda.ipc_collect()
+        return torch.cuda.memory_allocated()
+
+    before = torch.cuda.memory_allocated()
+    options = EvalOptions(device="cuda", time_holdout=False, dtypes=("bfloat16",))
+    with EvalSession(load_task("normalization/rmsnorm"), options) as session:
+        assert session.evaluate(EXAMPLE).status is Status.PASSED
+        first = left_over(session)
+        assert session.evaluate(EXAMPLE).status is Status.PASSED
+        second = left_over(session)
+    assert second - before < 256 << 20, f"{(second - before) / 2**20:.0f} MiB still allocated"
+    assert second <= first + (16 << 20)

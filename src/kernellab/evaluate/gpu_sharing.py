@@ -68,6 +68,7 @@ def give_back_memory() -> None:
 
     torch = sys.modules.get("torch")
     if torch is not None and torch.cuda.is_initialized():
+        torch.cuda.ipc_collect()  # blocks a candidate child has let go of
         torch.cuda.empty_cache()
 
 

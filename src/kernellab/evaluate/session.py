@@ -240,7 +240,7 @@ class EvalSession:
         self._cases.clear()
         self._case_bytes.clear()
         if self.device == "cuda":
-            torch.cuda.empty_cache()
+            gpu_sharing.give_back_memory()
 
 
 FREE_RESERVE = 0.2  # cases are dropped while less than this fraction of the GPU's memory is free

@@ -155,8 +155,14 @@ class CandidateProcess:
     def close(self) -> None:
         if not self.dead:
             try:
-                self.channel.send({"op": "exit"})
-                self.channel.recv(5)
+                self.channel.send({"op": "exit"})  # the child lets go of the judge's memory, then answers
+                self.channel.recv(30)
             except (ChannelClosed, ChannelTimeout, ProtocolError):
                 pass
         self.kill()
+        import torch  # loaded already: the judge made what it sent
+
+        if self.spec.device == "cuda" and torch.cuda.is_initialized():
+            # Blocks the child held are freed only once collected (a killed child never lets go of
+            # what it held: those stay with this process, a limit of torch's CUDA IPC).
+            torch.cuda.ipc_collect()

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import faulthandler
 import importlib.util
+import gc
 import os
 import resource
 import sys
@@ -122,6 +123,20 @@ class Harness:
             fraction = spec.get("memory_fraction")
             if fraction:
                 torch.cuda.set_per_process_memory_fraction(float(fraction))
+
+    def let_go(self) -> None:
+        """Drop every reference to memory the judge sent, before exiting. torch counts a received CUDA
+        block as in use until the receiving storage is freed; a process that exits holding one never
+        tells the sender, which then keeps the block for the rest of its life (a campaign worker
+        leaked gigabytes per evaluation this way)."""
+        self.keep = []
+        self.input_slots = []
+        self.models.clear()
+        self.received.kept.clear()
+        self.received.refs.clear()
+        gc.collect()
+        if self.device == "cuda":
+            torch.cuda.synchronize()
 
     # -------------------------------------------------------------------------------- operations
 
@@ -438,6 +453,10 @@ def main(fd: int, spec: dict[str, Any]) -> int:
         op = request.pop("op")
         if op == "exit":
             profiler.write()
+            try:
+                harness.let_go()
+            except BaseException:  # noqa: BLE001 - the candidate's objects may fail on deletion
+                traceback.print_exc()
             channel.send({"ok": True})
             return 0
         started = _perf_counter()
