@@ -304,10 +304,11 @@ def compare(a: Path, b: Path) -> dict[str, Any]:
         same_verdict = (x["verdict"], x["correct"], x.get("holdout_correct")) == \
                        (y["verdict"], y["correct"], y.get("holdout_correct"))
         overlap = None
-        if x["ci"] and y["ci"]:
+        both_passed = x["verdict"] == y["verdict"] == "passed"
+        if both_passed and x["ci"] and y["ci"]:
             overlap = x["ci"][0] <= y["ci"][1] and y["ci"][0] <= x["ci"][1]
-        elif x["ci"] or y["ci"]:
-            overlap = False  # timed in one run only
+        elif both_passed and (x["ci"] or y["ci"]):
+            overlap = False  # timed in one run only (a kernel that failed is not compared on speed)
         row = {"job": key, "status": [x["status"], y["status"]], "verdict": [x["verdict"], y["verdict"]],
                "correct": [x["correct"], y["correct"]], "speedup": [x["speedup"], y["speedup"]],
                "ci": [x["ci"], y["ci"]], "same_verdict": same_status and same_verdict, "ci_overlap": overlap}
@@ -318,11 +319,16 @@ def compare(a: Path, b: Path) -> dict[str, Any]:
         if overlap is False:
             problems.append(f"{key}: speedup {_fmt(x)} vs {_fmt(y)} (intervals do not overlap)")
     timed = [r for r in rows if r["ci_overlap"] is not None]
-    ratios = [r["speedup"][0] / r["speedup"][1] for r in rows if r["speedup"][0] and r["speedup"][1]]
+    ratios = [r["speedup"][0] / r["speedup"][1] for r in timed if r["speedup"][0] and r["speedup"][1]]
+    off = sorted(abs(math.log(q)) for q in ratios)
     return {"a": str(a), "b": str(b), "jobs": [len(ta), len(tb)], "same_keys": set(ta) == set(tb),
             "same_verdicts": sum(1 for r in rows if r["same_verdict"]), "compared": len(rows),
             "timed_both": len(timed), "ci_overlap": sum(1 for r in timed if r["ci_overlap"]),
             "speedup_ratio_geomean": _geo(ratios), "speedup_ratio_range": [min(ratios), max(ratios)] if ratios else None,
+            # how far apart the two runs' speedups are, whatever the intervals say (they hold the
+            # candidate's sampling error only: eager's own run-to-run change is not in them)
+            "within_pct": {str(p): sum(1 for d in off if d <= math.log1p(p / 100)) for p in (1, 2, 5)},
+            "median_abs_diff_pct": round(100 * math.expm1(off[len(off) // 2]), 3) if off else None,
             "ok": not problems, "problems": problems, "rows": rows}
 
 
@@ -342,7 +348,9 @@ def print_comparison(result: dict[str, Any]) -> None:
     print(f"jobs {result['jobs'][0]} vs {result['jobs'][1]} (same keys: {result['same_keys']}); same verdicts "
           f"{result['same_verdicts']}/{result['compared']}; speedup intervals overlap {result['ci_overlap']}/"
           f"{result['timed_both']} timed in both; speedup ratio A/B geomean "
-          f"{'-' if result['speedup_ratio_geomean'] is None else round(result['speedup_ratio_geomean'], 4)}")
+          f"{'-' if result['speedup_ratio_geomean'] is None else round(result['speedup_ratio_geomean'], 4)}; "
+          f"within 1/2/5%: {'/'.join(str(v) for v in result['within_pct'].values())}; "
+          f"median difference {result['median_abs_diff_pct']}%")
     for p in result["problems"]:
         print(f"  MISMATCH {p}")
     print("OK" if result["ok"] else "MISMATCH")
