@@ -165,6 +165,22 @@ def test_a_cached_compile_baseline_is_never_compiled_again(tmp_path, monkeypatch
     assert next(times, None) is None  # every planned measurement was made, no more
 
 
+def test_without_the_compile_baseline_a_cached_compile_time_is_not_reported(tmp_path, monkeypatch):
+    from kernellab.evaluate import baselines
+    from kernellab.sandbox.timing_stats import TimingPlan
+
+    session = _baseline_session(tmp_path)
+    config = load_task("normalization/rmsnorm").configs[0]
+    key = baselines._cache_key(session, config, "bfloat16", False, "events")
+    baselines._write_cache(baselines._cache_file(session), key,
+                           {"eager_us": 100.0, "compile_us": 200.0, "baseline_us": None, "compile_note": None})
+    monkeypatch.setattr(baselines, "_median_us", lambda *a, **k: 100.0)
+    for check_drift in (True, False):
+        got = baselines.baseline_times(session, config, "bfloat16", False, _baseline_sets(), TimingPlan(), "events",
+                                       with_compile=False, check_drift=check_drift)
+        assert (got.eager_us, got.compile_us) == (100.0, None)
+
+
 def test_a_row_the_cache_lacks_is_compiled_and_cached(tmp_path, monkeypatch):
     from kernellab.evaluate import baselines
     from kernellab.sandbox.timing_stats import TimingPlan

@@ -137,17 +137,21 @@ def baseline_times(session, config: Config, dtype: str, backward: bool, sets: li
     cached = _read_cache(cache_file).get(key)
     usable = cached and cached.get("eager_us") and (cached.get("compile_us") is not None or not with_compile
                                                      or cached.get("compile_note"))
+    # Without the compile baseline asked for, a cached compile time is not reported either: a campaign
+    # with compile_baseline=false would otherwise show speedups vs compile for whichever tasks an
+    # earlier evaluation happened to compile.
+    cached_compile = cached.get("compile_us") if cached and with_compile else None
     if usable and not check_drift:
-        return BaselineTimes(cached["eager_us"], cached.get("compile_us"), cached.get("baseline_us"))
+        return BaselineTimes(cached["eager_us"], cached_compile, cached.get("baseline_us"))
     quick = replace(plan, max_samples=max(plan.min_samples, 60), budget_s=min(plan.budget_s, 0.3))
     eager_now = _median_us(eager_call, len(sets), quick, method)
     if usable and _steady(eager_now, cached):
-        return BaselineTimes(cached["eager_us"], cached.get("compile_us"), cached.get("baseline_us"),
+        return BaselineTimes(cached["eager_us"], cached_compile, cached.get("baseline_us"),
                              drift_checked=True)
     notes = []
     eager_us = _median_us(eager_call, len(sets), plan, method)
     if usable and _steady(eager_us, cached):  # the quick measurement was the outlier, not the device
-        return BaselineTimes(cached["eager_us"], cached.get("compile_us"), cached.get("baseline_us"),
+        return BaselineTimes(cached["eager_us"], cached_compile, cached.get("baseline_us"),
                              drift_checked=True)
     if cached:
         notes.append(f"eager drifted from {cached['eager_us']:.1f} to {eager_us:.1f} µs; baselines re-timed")
