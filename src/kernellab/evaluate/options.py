@@ -93,10 +93,14 @@ class Resolved:
         if chosen == "all":
             return self.dtypes
         if chosen == "one":
-            if not self.dtypes:
-                return ()
-            return (HOLDOUT_TIMING_PREFERRED,) if HOLDOUT_TIMING_PREFERRED in self.dtypes else self.dtypes[:1]
+            return one_dtype(self.dtypes)
         return tuple(d for d in self.dtypes if d in chosen)
+
+
+def one_dtype(dtypes: tuple[str, ...]) -> tuple[str, ...]:
+    """The one dtype chosen from ``dtypes`` where one stands for all: bfloat16 if among them, else the
+    first (holdout timings under "one", and ``dtypes="one"``)."""
+    return (HOLDOUT_TIMING_PREFERRED,) if HOLDOUT_TIMING_PREFERRED in dtypes else dtypes[:1]
 
 
 def default_cache_dir() -> Path:
@@ -110,7 +114,7 @@ def resolve(task: Task, options: EvalOptions, cuda_available: bool) -> Resolved:
         raise TaskError("--device cuda was asked for, but no CUDA GPU is visible")
     if options.dtypes == "one":
         usable = [d for d in task.dtypes if device != "cpu" or d != "bfloat16"] or list(task.dtypes)
-        dtypes = (HOLDOUT_TIMING_PREFERRED,) if HOLDOUT_TIMING_PREFERRED in usable else tuple(usable[:1])
+        dtypes = one_dtype(tuple(usable))
         notes.append(f"one dtype per task: {dtypes[0]} of {list(task.dtypes)}")
     else:
         dtypes = options.dtypes or task.dtypes

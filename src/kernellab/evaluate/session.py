@@ -222,14 +222,15 @@ class EvalSession:
         from kernellab.evaluate.pipeline import run_pipeline
 
         started = time.perf_counter()
-        verdict = run_pipeline(self, Path(candidate))
+        path = Path(candidate)
+        verdict = run_pipeline(self, path)
         if verdict.status is Status.HARNESS_ERROR and gpu_sharing.has_guards() \
                 and gpu_sharing.out_of_device_memory(verdict.error):
             # Out of memory beside other processes' evaluations: nothing about the candidate yet.
             log.info("%s: out of device memory beside other evaluations; evaluating again alone", candidate)
             self.drop_cases()
             with gpu_sharing.alone():
-                verdict = run_pipeline(self, Path(candidate))
+                verdict = run_pipeline(self, path)
             verdict.notes.append("ran out of device memory beside other evaluations on this GPU; "
                                  "evaluated again with the GPU to itself")
         verdict.elapsed_s = time.perf_counter() - started
