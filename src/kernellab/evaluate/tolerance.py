@@ -21,6 +21,14 @@ FLOORS = {torch.float64: 1e-10, torch.float32: 2e-5, torch.float16: 2e-3, torch.
 # mantissa, 8 units of roundoff (2^-11) as bfloat16's floor is 8 of its own. Eager cannot set this
 # floor itself: cuBLAS runs small or degenerate shapes (M = 1, K = 1) without TF32 at all.
 TF32_FLOOR = 8 * 2.0 ** -11
+# On the stability stage's adversarial inputs, sound float32 implementations of one op are further
+# apart than on ordinary ones: on mixed-scale attention inputs (q, k, v scaled by e^(2N)) eager
+# SDPA's error ranged 1e-5 to 2.6e-3 over 8 seeds, and on one seed eager's efficient kernel, its math
+# path and a flash-style Triton kernel were 2.5e-5, 8.1e-5 and 4.8e-4 off (H100,
+# docs/results/h100_attention_fp32_mixed.json): accumulation order, not the algorithm, decides. The
+# factor is widened by this much there. What those inputs catch (overflow without max subtraction, a
+# one-pass variance, a downcast) misses by orders of magnitude, not by 4x.
+ADVERSARIAL_WIDENING = 4
 _TINY = 1e-30
 
 
@@ -49,15 +57,21 @@ def normalised_error(out: torch.Tensor, ref: torch.Tensor) -> tuple[float, float
     return max_abs, max_abs / max(rms, _TINY) if max_abs > 0 else 0.0
 
 
+def adversarial_factor(factor: float) -> float:
+    """The task's tolerance factor as it applies to the stability stage's adversarial inputs."""
+    return factor * ADVERSARIAL_WIDENING
+
+
 def tolerance_for(dtype: torch.dtype, eager_err: float, factor: float, *, adversarial: bool = False,
                   tf32: bool = False) -> float:
     """``max(floor, factor × eager error)``. For the stability stage's adversarial inputs the factor
-    applies to the floor too: there eager can be exact by luck (a constant row has zero variance in
-    Welford's algorithm) while any other sound algorithm, such as a two-pass mean, loses a few ulps
-    that 1/sqrt(eps) amplifies; what those inputs test is robustness, not the last bits. ``tf32``:
-    the task allows TF32 for float32 (its floor is ``TF32_FLOOR``)."""
+    is widened (``ADVERSARIAL_WIDENING``) and applies to the floor too: there eager can be exact by
+    luck (a constant row has zero variance in Welford's algorithm) while any other sound algorithm,
+    such as a two-pass mean, loses a few ulps that 1/sqrt(eps) amplifies; what those inputs test is
+    robustness, not the last bits. ``tf32``: the task allows TF32 for float32 (its floor is
+    ``TF32_FLOOR``)."""
     floor = TF32_FLOOR if tf32 and dtype == torch.float32 else FLOORS.get(dtype, 1e-5)
-    return factor * max(floor, eager_err) if adversarial else max(floor, factor * eager_err)
+    return adversarial_factor(factor) * max(floor, eager_err) if adversarial else max(floor, factor * eager_err)
 
 
 def compare_output(out: torch.Tensor, ref: torch.Tensor, spec: OutputSpec, tolerance: float,

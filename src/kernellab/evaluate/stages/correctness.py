@@ -15,7 +15,7 @@ import torch
 from kernellab.evaluate import seeds
 from kernellab.evaluate.checking import CallOutcome, bitwise_equal, run_case
 from kernellab.evaluate.reference import Case
-from kernellab.evaluate.tolerance import normalised_error
+from kernellab.evaluate.tolerance import adversarial_factor, normalised_error
 from kernellab.evaluate.verdict import ConfigCheck, Stage, StageResult, ViolationKind
 from kernellab.tasks.model import Config, Visibility
 
@@ -143,7 +143,7 @@ def stability(ctx) -> StageResult:
 
 
 def _eager_meaningful(case: Case) -> bool:
-    factor = case.problem.task.tolerance_factor
+    factor = adversarial_factor(case.problem.task.tolerance_factor)
     return all(t == t and t / factor <= EAGER_USELESS_ERR for t in case.tolerances) and all(
         bool(torch.isfinite(r).all()) for r in case.ref_outputs if r.is_floating_point())
 

@@ -1,7 +1,11 @@
-"""Baseline: CUDA C++, one thread per output row, each thread walking its row of W serially.
+"""Baseline: CUDA C++, one warp per output row: each lane sums every 32nd element of the row, then
+the warp adds its 32 partial sums with shuffles.
 
-Neighbouring threads read addresses K elements apart (uncoalesced); N * K loads, 2 * N * K FLOPs.
-A warp-per-row (or block-per-row) reduction with vector loads reaches the copy bandwidth.
+Loads are coalesced but scalar, and a block holds only 4 rows; N * K loads, 2 * N * K FLOPs. Vector
+loads (16 bytes per lane), several rows per warp for small K, or split-K for small N get closer to
+the copy bandwidth. (One thread per row walking its row serially reads uncoalesced and, in float32
+at K = 16384, went over the 2e-5 tolerance floor on the H100: a serial sum's rounding error grows
+with sqrt(K).)
 """
 import torch
 import torch.nn as nn
@@ -48,20 +52,24 @@ template <> __device__ __forceinline__ float from_float<float>(float v) { return
 template <> __device__ __forceinline__ __half from_float<__half>(float v) { return __float2half_rn(v); }
 template <> __device__ __forceinline__ __nv_bfloat16 from_float<__nv_bfloat16>(float v) { return __float2bfloat16_rn(v); }
 
+constexpr int ROWS_PER_BLOCK = 4;
+
 template <typename T>
 __global__ void gemv_kernel(const T* W, const T* x, T* y, int64_t n, int64_t k) {
-  int64_t row = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+  int lane = threadIdx.x & 31;
+  int64_t row = (int64_t)blockIdx.x * ROWS_PER_BLOCK + (threadIdx.x >> 5);
   if (row >= n) return;
   const T* wr = W + row * k;
   float acc = 0.f;
-  for (int64_t i = 0; i < k; ++i) acc += to_float(wr[i]) * to_float(x[i]);
-  y[row] = from_float<T>(acc);
+  for (int64_t i = lane; i < k; i += 32) acc += to_float(wr[i]) * to_float(x[i]);
+  for (int offset = 16; offset > 0; offset >>= 1) acc += __shfl_xor_sync(0xffffffffu, acc, offset);
+  if (lane == 0) y[row] = from_float<T>(acc);
 }
 
 template <typename T>
 static void launch(const void* W, const void* x, void* y, int64_t n, int64_t k, cudaStream_t s) {
   if (n == 0) return;
-  gemv_kernel<T><<<(unsigned)((n + 127) / 128), 128, 0, s>>>(
+  gemv_kernel<T><<<(unsigned)((n + ROWS_PER_BLOCK - 1) / ROWS_PER_BLOCK), 32 * ROWS_PER_BLOCK, 0, s>>>(
       static_cast<const T*>(W), static_cast<const T*>(x), static_cast<T*>(y), n, k);
 }
 
