@@ -12,6 +12,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from kernellab.cli.early_start import leave
 from kernellab.cli.errors import UsageError, report_usage_error
 from kernellab.evaluate.options import EvalOptions
 from kernellab.evaluate.session import EvalSession
@@ -49,7 +50,7 @@ def eval_command(
         sys.stdout.write(verdict.to_json() + "\n")
     else:
         print_verdict(verdict, Console())
-    raise typer.Exit(verdict.exit_code)
+    leave(verdict.exit_code)
 
 
 @contextlib.contextmanager

@@ -9,9 +9,14 @@ from __future__ import annotations
 import logging
 import sys
 
-import typer
+from kernellab.cli.early_start import run_as_command, start_fork_server_early
 
-from kernellab.cli import (
+if run_as_command():  # before the imports below bring torch in
+    start_fork_server_early(sys.argv)
+
+import typer  # noqa: E402
+
+from kernellab.cli import (  # noqa: E402
     agents_cmd,
     check_cmd,
     doctor,
@@ -21,7 +26,7 @@ from kernellab.cli import (
     solve_cmd,
     tasks_cmd,
 )
-from kernellab.cli.errors import UsageError, report_usage_error
+from kernellab.cli.errors import UsageError, report_usage_error  # noqa: E402
 
 app = typer.Typer(name="kernellab", no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False,
                   help="Benchmark, verify and optimize GPU kernels written by AI coding agents.")

@@ -26,17 +26,13 @@ from kernellab.evaluate.ceilings import device_name
 from kernellab.evaluate.options import EvalOptions, Resolved, resolve
 from kernellab.evaluate.reference import Case, add_precision_probes, build_case, case_nbytes
 from kernellab.evaluate.verdict import Mode, Status, Verdict
-from kernellab.sandbox.forkserver import ForkServer, shared_server
+from kernellab.sandbox.forkserver import ENV_KEEP, ForkServer, server_env, shared_server
 from kernellab.tasks.materialize import Problem, load_problem
 from kernellab.tasks.model import Config, Task, TaskError, Visibility
 
 log = logging.getLogger(__name__)
 
 # Variables a child may see. Everything else (API keys, tokens, seeds, proxies) is dropped.
-_ENV_KEEP = ("PATH", "LANG", "LC_ALL", "CUDA_VISIBLE_DEVICES", "CUDA_HOME", "CUDA_PATH", "LD_LIBRARY_PATH",
-             "TRITON_PTXAS_PATH", "CC", "CXX", "NCCL_NVLS_ENABLE", "TORCH_SYMM_MEM_DISABLE_MULTICAST",
-             "NVSHMEM_DISABLE_NVLS", "TORCH_CUDA_ARCH_LIST",
-             "KERNELLAB_PROFILE_CHILD")  # a folder: children write a cProfile table of their requests there
 
 
 def versions() -> dict[str, str]:
@@ -98,7 +94,7 @@ class EvalSession:
         return Mode.GPU if self.device == "cuda" else Mode.INTERPRET
 
     def child_env(self, child_dir: Path) -> dict[str, str]:
-        env = {k: os.environ[k] for k in _ENV_KEEP if k in os.environ}
+        env = {k: os.environ[k] for k in ENV_KEEP if k in os.environ}
         env.update(HOME=str(child_dir), TMPDIR=str(child_dir), TRITON_CACHE_DIR=str(child_dir / "triton"),
                    TORCH_EXTENSIONS_DIR=str(child_dir / "torch_extensions"), PYTHONDONTWRITEBYTECODE="1")
         if self.resolved.interpret:
@@ -108,10 +104,7 @@ class EvalSession:
     def server(self, wait: bool = True) -> ForkServer:
         """The process-wide fork server for this mode (children get their own environment);
         ``wait=False`` starts it and returns before it is ready."""
-        env = {k: os.environ[k] for k in _ENV_KEEP + ("PYTHONPATH",) if k in os.environ}
-        if self.resolved.interpret:
-            env["TRITON_INTERPRET"] = "1"
-        return shared_server(env, wait=wait)
+        return shared_server(server_env(self.resolved.interpret), wait=wait)
 
     def new_child_dir(self) -> Path:
         self._count += 1

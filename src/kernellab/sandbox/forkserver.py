@@ -35,6 +35,13 @@ _PRELOAD_OPTIONAL = ("torch.profiler", "torch._dynamo", "torch._higher_order_ops
                      "triton.backends.nvidia.driver")
 
 
+# What of the judge's environment reaches the fork server and each candidate child; nothing else does.
+ENV_KEEP = ("PATH", "LANG", "LC_ALL", "CUDA_VISIBLE_DEVICES", "CUDA_HOME", "CUDA_PATH", "LD_LIBRARY_PATH",
+            "TRITON_PTXAS_PATH", "CC", "CXX", "NCCL_NVLS_ENABLE", "TORCH_SYMM_MEM_DISABLE_MULTICAST",
+            "NVSHMEM_DISABLE_NVLS", "TORCH_CUDA_ARCH_LIST",
+            "KERNELLAB_PROFILE_CHILD")  # a folder: children write a cProfile table of their requests there
+
+
 class ForkServerError(RuntimeError):
     pass
 
@@ -120,6 +127,15 @@ class ForkServer:
 _SHARED: dict[tuple, ForkServer] = {}
 
 
+def server_env(interpret: bool) -> dict[str, str]:
+    """The fork server's environment: what the children keep of the judge's, and the interpreter flag
+    (Triton reads it when imported, so the server is started with it)."""
+    env = {k: os.environ[k] for k in ENV_KEEP + ("PYTHONPATH",) if k in os.environ}
+    if interpret:
+        env["TRITON_INTERPRET"] = "1"
+    return env
+
+
 def shared_server(env: dict[str, str], wait: bool = True) -> ForkServer:
     """One fork server per environment for the whole process: sessions come and go (a campaign opens
     one per task), a fork server costs seconds to start, and children never inherit its state.
@@ -136,6 +152,13 @@ def shared_server(env: dict[str, str], wait: bool = True) -> ForkServer:
     if wait:
         server.wait_ready()
     return server
+
+
+def close_shared_servers() -> None:
+    """Stop every shared server now (they run in their own session: a process that leaves with
+    ``os._exit`` skips the atexit hooks that would stop them)."""
+    while _SHARED:
+        _SHARED.popitem()[1].close()
 
 
 # ---------------------------------------------------------------------------------------- server side
