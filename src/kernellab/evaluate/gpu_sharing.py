@@ -8,8 +8,9 @@ lock's ``exclusive`` and ``alone`` holds):
   beside it;
 - an evaluation that ran out of device memory beside the others runs again inside ``alone``.
   Overlapping evaluations of large tasks (tens of GB each at the largest holdout configs) can exhaust
-  even an 80 GB GPU; the verdict would be a harness error that says nothing about the candidate. The
-  session drops its cases and evaluates again once every other evaluation on the GPU has ended.
+  even an 80 GB GPU; the verdict would be a harness error (the judge ran out) or a failed stage (the
+  candidate's child did), neither saying anything about the candidate. The session drops its cases
+  and evaluates again once every other evaluation on the GPU has ended.
 
 Without a guard (``kernellab eval``, a lone session) both are no-ops and an out-of-memory is reported.
 ``KERNELLAB_GPU_SHARED_BY`` (set by the local backend for each worker: how many workers share its

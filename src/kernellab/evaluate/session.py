@@ -217,9 +217,11 @@ class EvalSession:
         started = time.perf_counter()
         path = Path(candidate)
         verdict = run_pipeline(self, path)
-        if verdict.status is Status.HARNESS_ERROR and gpu_sharing.has_guards() \
+        if verdict.status is not Status.PASSED and gpu_sharing.has_guards() \
                 and gpu_sharing.out_of_device_memory(verdict.error):
-            # Out of memory beside other processes' evaluations: nothing about the candidate yet.
+            # Out of memory beside other processes' evaluations, in the judge (a harness error) or in
+            # the candidate's child (a failed stage, as a campaign on the H100 had one): nothing about
+            # the candidate yet. Alone, a candidate that asks for more than the GPU has fails again.
             log.info("%s: out of device memory beside other evaluations; evaluating again alone", candidate)
             self.drop_cases()
             with gpu_sharing.alone():
