@@ -105,3 +105,14 @@ def test_one_ulp_is_one_ulp_in_every_floating_dtype(dtype):
     two_up = (bits + 2).view(dtype)
     result = compare_output(two_up, ref, OutputSpec(compare=Comparator.ULP, ulp=1), 0.0)
     assert not result.passed and result.max_rel_err == pytest.approx(2.0)
+
+
+def test_errors_of_outputs_whose_squares_overflow_are_still_measured():
+    """A float64 reference of 1e200 (a float16 prefix product of heavy-tailed factors): its squares
+    overflow, and the error once came out NaN, which the tolerance read as eager being exact."""
+    ref = torch.tensor([1e200, -3e199, 2e150, 1.0], dtype=torch.float64)
+    _, rel = normalised_error(ref * (1 + 1e-3), ref)
+    # max |diff| = 1e197 at the first element; rms = 1e200 * sqrt((1 + 0.09) / 4)
+    assert rel == pytest.approx(1e-3 / math.sqrt(1.09 / 4), rel=1e-6)
+    _, overflowed = normalised_error(torch.tensor([float("inf"), -3e199, 2e150, 1.0], dtype=torch.float64), ref)
+    assert overflowed > 1.0  # an output that overflowed where the reference did not is far off, not exact
