@@ -49,9 +49,11 @@ def _over(ctx, stage: Stage, configs: list[Config], skipped: list[str], *, backw
         result.skipped = f"too large for the interpreter: {', '.join(skipped)}"
     for config in configs:
         for dtype in ctx.session.resolved.dtypes:
-            case = ctx.session.case(config, dtype, ctx.session.options.seed + seed_offset, backward=backward,
-                                    once=once)
-            if not _record(ctx, result, run_case(ctx, case, backward=backward)):
+            # No local keeps a case (or a call's outputs) alive while the next is built: the session
+            # may have evicted it to make room, and a large task's cases take tens of GB.
+            if not _record(ctx, result, run_case(ctx, ctx.session.case(
+                    config, dtype, ctx.session.options.seed + seed_offset, backward=backward, once=once),
+                    backward=backward)):
                 return result
     if not configs and not skipped:
         result.skipped = f"the task has no {stage.value} configs"
@@ -206,12 +208,12 @@ def holdout(ctx) -> StageResult | None:
     timing = ctx.session.device == "cuda" and ctx.session.options.time_holdout
     for config in configs:
         for dtype in ctx.session.resolved.dtypes:
-            case = ctx.session.case(config, dtype, ctx.session.options.seed + seeds.HOLDOUT,
-                                    once=not (timing and dtype in timed))  # a timed one is used again
-            outcome = run_case(ctx, case)
+            outcome = run_case(ctx, ctx.session.case(config, dtype, ctx.session.options.seed + seeds.HOLDOUT,
+                                                     once=not (timing and dtype in timed)))  # a timed one is used again
             result.configs.append(outcome.check)
             if not outcome.passed:
                 failed.append(f"{config.label} {dtype}")
+            del outcome  # its outputs must not outlive the next case's build (as in _over)
     result.passed = not failed
     holdout = ctx.verdict.holdout
     holdout.correct = None if not configs else not failed
