@@ -83,6 +83,15 @@ def test_python_errors_keep_the_child_alive(server, tmp_path):
     child.close()
 
 
+def test_the_child_lets_go_of_the_judges_memory_when_asked_and_goes_on(server, tmp_path):
+    child = spawn(server, tmp_path, "release")
+    child.request("import", 10, path=write(tmp_path, "release", GOOD))
+    assert child.request("release", 10) == {}
+    child.request("import", 10, path=write(tmp_path, "release_again", GOOD))  # still answers
+    assert child.op_stats["release"][0] == 1
+    child.close()
+
+
 def test_forked_grandchildren_die_with_the_child(server, tmp_path):
     marker = tmp_path / "pid"
     source = f"""

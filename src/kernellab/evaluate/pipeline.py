@@ -99,6 +99,7 @@ def run_pipeline(session, path: Path) -> Verdict:
     try:
         _run_stages(ctx)
     finally:
+        session.child_release = None
         if ctx.child is not None:
             ctx.child.close()
             # The candidate's own compiles (import, every Triton JIT specialisation), reported apart.

@@ -15,6 +15,7 @@ import tempfile
 import time
 import zlib
 from collections import OrderedDict
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -70,6 +71,9 @@ class EvalSession:
         self._fits: dict[Config, bool] = {}
         self.case_cache_bytes = _case_budget(self.device)
         self.last_op_stats: dict[str, list[float]] = {}  # the last candidate's child requests (benchmarks)
+        # Asks the candidate's child being evaluated to let go of the judge's memory (set by the load
+        # stage, cleared when the evaluation ends): used when a case does not fit on the device.
+        self.child_release: Callable[[], Any] | None = None
         self.baselines: dict[tuple, Any] = {}
         self.ceilings = None
         self._count = 0
@@ -148,8 +152,11 @@ class EvalSession:
             case = build_case(self.problem(config), dtype, seed, self.device, backward=backward,
                               transform=transform, precision_probe=probe)
         except torch.OutOfMemoryError:
-            # Other sessions or processes hold the device: keep nothing and build again.
+            # Other sessions or processes hold the device, or the candidate's child still maps the
+            # last config's inputs (freed here, they stay allocated until it lets go): keep nothing,
+            # have the child let go, and build again.
             self._evict(keep=0)
+            self._take_back_from_child()
             case = build_case(self.problem(config), dtype, seed, self.device, backward=backward,
                               transform=transform, precision_probe=probe)
         case.variant = variant
@@ -166,6 +173,15 @@ class EvalSession:
         if self._cases.get(key) is case:
             self._case_bytes[key] = case_nbytes(case)
             self._evict(keep=1)
+
+    def _take_back_from_child(self) -> None:
+        if self.child_release is not None:
+            try:
+                self.child_release()
+            except Exception as exc:  # noqa: BLE001 - a child that cannot answer holds nothing worth waiting for
+                log.info("the candidate's child did not let go of the judge's memory: %s", exc)
+        if self.device == "cuda":
+            gpu_sharing.give_back_memory()
 
     def _evict(self, keep: int) -> None:
         """Drop cases from the evicted end (once-used, then least recently used) beyond the budget,

@@ -140,6 +140,18 @@ class Harness:
 
     # -------------------------------------------------------------------------------- operations
 
+    def op_release(self) -> dict[str, Any]:
+        """Let go of the judge's memory this child still maps (the last config's inputs, kept until
+        the next config is instantiated): a judge short of device memory asks before it builds a
+        case again, since what it sent cannot be freed while mapped here. A same-pointer call right
+        after it gets fresh tensor objects (at the same addresses on a GPU)."""
+        self.input_slots = []
+        self.received.release()
+        gc.collect()
+        if self.device == "cuda":
+            torch.cuda.synchronize()
+        return {}
+
     def op_import(self, path: str) -> dict[str, Any]:
         started = _perf_counter()
         name = f"kernellab_candidate_{os.getpid()}"

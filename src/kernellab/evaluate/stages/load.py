@@ -27,7 +27,8 @@ def run(ctx) -> StageResult:
     spec = ChildSpec(device=session.device, interpret=session.resolved.interpret, env=session.child_env(child_dir),
                      log_path=child_dir / "candidate.log", memory_fraction=session.options.memory_fraction,
                      fp32_precision=session.task.fp32_precision)
-    ctx.child = CandidateProcess(session.server(), spec)
+    ctx.child = child = CandidateProcess(session.server(), spec)
+    session.child_release = lambda: child.request("release", 60)
     started = time.perf_counter()
     # Importing may build extensions (load_inline at module level): the compile budget, not a call's.
     ctx.child.request("import", max(session.options.compile_timeout_s, ctx.timeout), path=str(ctx.path))
