@@ -33,8 +33,6 @@ from kernellab.tasks.model import Config, Task, TaskError, Visibility
 
 log = logging.getLogger(__name__)
 
-# Variables a child may see. Everything else (API keys, tokens, seeds, proxies) is dropped.
-
 
 def versions() -> dict[str, str]:
     try:

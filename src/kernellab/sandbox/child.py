@@ -13,8 +13,8 @@ sees, not what the harness measures.
 from __future__ import annotations
 
 import faulthandler
-import importlib.util
 import gc
+import importlib.util
 import os
 import resource
 import sys
@@ -130,13 +130,9 @@ class Harness:
         tells the sender, which then keeps the block for the rest of its life (a campaign worker
         leaked gigabytes per evaluation this way)."""
         self.keep = []
-        self.input_slots = []
         self.models.clear()
-        self.received.kept.clear()
+        self.op_release()
         self.received.refs.clear()
-        gc.collect()
-        if self.device == "cuda":
-            torch.cuda.synchronize()
 
     # -------------------------------------------------------------------------------- operations
 
