@@ -218,7 +218,7 @@ def _timed_loop(launch: Callable[[int], Any], calls_per_sample: int, method: str
     log.debug("%s: %d samples of %d calls, stop=%s, wall %.3fs (spacer %.3fs, hook %.3fs)", method,
               len(samples), calls_per_sample, reason, wall_s, spacer_s, hook_s)
     return EventTimes(tuple(samples), method, wall_s, float(np.median(flushes)) if flushes else 0.0,
-                      calls_per_sample, reason, spacer_s, hook_s, hook_idle_us)
+                      calls_per_sample, reason, spacer_s, hook_s, hook_idle_us, size)
 
 
 _HOOK_PROBES = 3

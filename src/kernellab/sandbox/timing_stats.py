@@ -126,6 +126,7 @@ class EventTimes:
     spacer_s: float = 0.0
     hook_s: float = 0.0
     hook_idle_us: float = 0.0  # host µs of one ``after`` hook on an idle device (it synchronises)
+    batch: int = 0  # samples per batch (one synchronisation each); 0: not recorded
 
     @property
     def calls(self) -> int:
@@ -162,11 +163,11 @@ class EventTimes:
                                                         "hook_idle_us")}
         if not all(math.isfinite(v) and v >= 0 for v in numbers.values()):
             raise ValueError("timing totals must be finite non-negative numbers")
-        per_sample = int(d["calls_per_sample"])
-        if per_sample < 1:
-            raise ValueError("calls_per_sample must be at least 1")
+        per_sample, batch = int(d["calls_per_sample"]), int(d.get("batch", 0))
+        if per_sample < 1 or batch < 0:
+            raise ValueError("calls_per_sample must be at least 1 and batch at least 0")
         return cls(samples_us=samples, method=method, calls_per_sample=per_sample,
-                   stop_reason=str(d["stop_reason"]), **numbers)
+                   stop_reason=str(d["stop_reason"]), batch=batch, **numbers)
 
 
 def summarize(samples_us: Sequence[float], *, seed: int = 0, resamples: int = 2000) -> SampleStats:
