@@ -29,6 +29,10 @@ def eval_command(
     dtype: Optional[list[str]] = typer.Option(None, "--dtype", help="evaluate only this dtype (repeatable)"),
     seed: int = typer.Option(0, "--seed"),
     device: Optional[str] = typer.Option(None, "--device", help="cuda | cpu (default: cuda when present)"),
+    compile_ahead: Optional[int] = typer.Option(
+        None, "--compile-ahead", min=0,
+        help="helper processes compiling a Triton candidate's kernels ahead of its checks (default: up to 2 "
+             "on a GPU of its own; 0: none)"),
     as_json: bool = typer.Option(False, "--json", help="print exactly one JSON document on stdout"),
     debug: bool = typer.Option(False, "--debug", help="tracebacks and worker logs"),
 ) -> None:
@@ -38,7 +42,7 @@ def eval_command(
             raise TaskError(f"candidate {candidate} does not exist or is not a file")
         loaded = load_task(task)
         options = EvalOptions(policy=policy, configs=configs, dtypes=tuple(dtype) if dtype else None, seed=seed,
-                              device=device, debug=debug)
+                              device=device, compile_ahead=compile_ahead, debug=debug)
         console = Console(stderr=True)
         with stdout_to_stderr(), EvalSession(loaded, options) as session:
             console.print(f"[bold]{loaded.id}[/] on {session.device_label} ({session.mode.value})")

@@ -5,6 +5,7 @@ candidate; the holdout stage is scored apart and never makes a seen-correct cand
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import time
 import traceback
@@ -38,6 +39,7 @@ class EvalContext:
     baselines_steady: bool = False  # a cached baseline row was re-checked this evaluation and had not drifted
     timing_failures: list = field(default_factory=list)  # wrong outputs on the timing inputs
     import_seconds: float = 0.0  # import of the candidate module (builds load_inline extensions)
+    compile_ahead: "CompileAhead | None" = None  # noqa: F821 - helpers compiling ahead (compile_ahead.py)
     # Projections of checked outputs on the judge's secret weights, by Case.input_key: the timing
     # stage compares every timed call with them instead of checking its input sets a second time.
     projections: dict = field(default_factory=dict)
@@ -74,6 +76,10 @@ class EvalContext:
             self.loaded_key = key
         return key
 
+    def quiet_gpu(self):
+        """While timing: the helpers compiling ahead, if any, are paused."""
+        return self.compile_ahead.paused() if self.compile_ahead is not None else contextlib.nullcontext()
+
     def violate(self, kind: ViolationKind, detail: str) -> None:
         if not any(v.kind is kind and v.detail == detail for v in self.verdict.violations):
             self.verdict.violations.append(Violation(kind, detail))
@@ -100,6 +106,10 @@ def run_pipeline(session, path: Path) -> Verdict:
         _run_stages(ctx)
     finally:
         session.child_release = None
+        if ctx.compile_ahead is not None:
+            note = ctx.compile_ahead.close()
+            if note:
+                verdict.notes.append(note)
         if ctx.child is not None:
             ctx.child.close()
             # The candidate's own compiles (import, every Triton JIT specialisation), reported apart.

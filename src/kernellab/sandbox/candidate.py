@@ -8,6 +8,7 @@ an OOM kill) is described from its exit status and the tail of its log. Either w
 from __future__ import annotations
 
 import os
+import select
 import signal
 import socket
 import time
@@ -75,6 +76,11 @@ class CandidateProcess:
 
     def request(self, op: str, timeout: float, **kwargs: Any) -> Any:
         """Send one request; return its value, raise CandidateError or ChildFailure."""
+        started = self.submit(op, **kwargs)
+        return self.collect(op, started, timeout)
+
+    def submit(self, op: str, **kwargs: Any) -> float:
+        """Send a request without waiting for its answer (``collect`` it later); returns when it was sent."""
         if self.dead:
             raise ChildFailure("died", self.dead)
         started = time.perf_counter()
@@ -82,6 +88,14 @@ class CandidateProcess:
             self.channel.send({"op": op, **kwargs})
         except ChannelClosed:
             raise self._failure("died") from None
+        return started
+
+    def answered(self) -> bool:
+        """An answer is waiting to be collected (or the child has gone)."""
+        return self.dead is not None or bool(select.select([self.channel.sock], [], [], 0)[0])
+
+    def collect(self, op: str, started: float, timeout: float) -> Any:
+        """The answer to the request ``submit`` sent at ``started``."""
         reply = self._receive(timeout)
         stats = self.op_stats.setdefault(op, [0, 0.0, 0.0])
         stats[0] += 1
@@ -146,11 +160,15 @@ class CandidateProcess:
         return " | ".join(chosen)[:400]
 
     def kill(self) -> None:
+        self.send_signal(signal.SIGKILL)
+        self.channel.close()
+
+    def send_signal(self, sig: int) -> None:
+        """Send ``sig`` to the child's whole process group (SIGSTOP/SIGCONT pause and resume it)."""
         try:
-            os.killpg(self.pid, signal.SIGKILL)
+            os.killpg(self.pid, sig)
         except (ProcessLookupError, PermissionError):
             pass
-        self.channel.close()
 
     def close(self) -> None:
         if not self.dead:

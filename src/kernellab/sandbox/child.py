@@ -29,7 +29,9 @@ from kernellab.sandbox import clock  # binds the timers before any candidate cod
 from kernellab.sandbox.channel import Channel, ChannelClosed, ProtocolError
 from kernellab.sandbox.evidence import (OpLog, fingerprint, kernel_records, mark_launch_stream, poison_fill,
                                         track_interpreter_launches)
-from kernellab.tasks.materialize import build_model, cast_model, copy_matching_state, flatten_outputs
+from kernellab.tasks.materialize import (build_model, cast_model, copy_matching_state, flatten_outputs,
+                                         forward_input_names, module_init_inputs, module_inputs)
+from kernellab.tasks.module import build_module
 
 _perf_counter = time.perf_counter
 _synchronize = torch.cuda.synchronize
@@ -172,6 +174,49 @@ class Harness:
         self.models.clear()  # one live model at a time keeps GPU memory bounded
         self.models[key] = model
         return {"copied": copied}
+
+    def op_warm(self, source: str, where: str, seed: int, items: list[dict[str, Any]]) -> dict[str, Any]:
+        """Compile ahead: call the candidate once on each item's shapes, on inputs this process draws
+        itself from the reference's ``get_inputs`` (never the judge's), so that the Triton kernels the
+        evaluation will need are in the candidate's cache before its checking child asks for them.
+
+        An item is ``{"label", "values" (the config's constants), "dtype", "keep_dtype",
+        "grad_inputs" (None: forward only)}``. Nothing here is judged: outputs are dropped, and an
+        item that fails only costs its own compile."""
+        warmed, failed = 0, []
+        for item in items:
+            try:
+                self._warm_one(source, where, seed, item)
+                warmed += 1
+            except BaseException as exc:  # noqa: BLE001 - candidate code may raise anything
+                failed.append(f"{item['label']} {item['dtype']}: {_describe(exc)[:200]}")
+            finally:
+                gc.collect()
+                if self.device == "cuda":
+                    torch.cuda.empty_cache()  # the judge and the checking child share this GPU
+        return {"warmed": warmed, "failed": failed}
+
+    def _warm_one(self, source: str, where: str, seed: int, item: dict[str, Any]) -> None:
+        module = build_module(source, item["values"], name="reference", where=where)
+        dtype, keep = item["dtype"], item["keep_dtype"]
+        model = cast_model(build_model(self.model_cls, module_init_inputs(module), seed), dtype, keep, self.device)
+        inputs = module_inputs(module, seed, self.device, dtype, keep)
+        grad_inputs = item.get("grad_inputs")
+        if grad_inputs is None:
+            with torch.no_grad():
+                model(*inputs)
+        else:
+            wrt = [x for x, name in zip(inputs, forward_input_names(module)) if name in grad_inputs
+                   and isinstance(x, torch.Tensor) and x.is_floating_point()]
+            for x in wrt:
+                x.requires_grad_(True)
+            outputs = [t for t in flatten_outputs(model(*inputs)) if isinstance(t, torch.Tensor) and t.requires_grad]
+            params = [p for p in model.parameters() if p.requires_grad]
+            if outputs and wrt + params:
+                torch.autograd.grad(outputs, wrt + params, [torch.randn_like(t) for t in outputs],
+                                    allow_unused=True)
+        if self.device == "cuda":
+            _synchronize()
 
     def op_run(self, key: str, calls: list[dict[str, Any]], poison_bytes: list[int],
                profile: bool) -> dict[str, Any]:

@@ -10,6 +10,7 @@ import inspect
 import sys
 import types
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import torch
@@ -33,16 +34,10 @@ class Problem:
 
     @property
     def input_names(self) -> list[str]:
-        params = list(inspect.signature(self.module.Model.forward).parameters)
-        return params[1:]  # drop self
+        return forward_input_names(self.module)
 
     def init_inputs(self) -> list[Any]:
-        state = torch.random.get_rng_state()
-        try:
-            seed_torch(0)
-            return list(self.module.get_init_inputs())
-        finally:
-            torch.random.set_rng_state(state)
+        return module_init_inputs(self.module)
 
     def input_numel(self) -> int:
         """Total elements of the inputs and weights, found without allocating them (meta device, then fake
@@ -69,19 +64,41 @@ class Problem:
 
     def inputs(self, seed: int, device: str | torch.device, dtype: str) -> list[Any]:
         """Fresh inputs from the reference's ``get_inputs`` under ``seed``, floating ones cast to ``dtype``."""
-        generator_state = torch.random.get_rng_state()
-        try:
-            seed_torch(seed)
-            with torch.device(device):
-                raw = list(self.module.get_inputs())
-        finally:
-            torch.random.set_rng_state(generator_state)
-        names = self.input_names
-        out = []
-        for i, value in enumerate(raw):
-            name = names[i] if i < len(names) else f"arg{i}"
-            out.append(cast_input(value, name, dtype, self.task, device))
-        return out
+        return module_inputs(self.module, seed, device, dtype, self.task.keep_dtype)
+
+
+def forward_input_names(module: types.ModuleType) -> list[str]:
+    """The names of the reference ``Model.forward``'s inputs, in order."""
+    return list(inspect.signature(module.Model.forward).parameters)[1:]  # drop self
+
+
+def module_init_inputs(module: types.ModuleType) -> list[Any]:
+    """The reference module's ``get_init_inputs()``, drawn under seed 0 (random ones are the same every time)."""
+    state = torch.random.get_rng_state()
+    try:
+        seed_torch(0)
+        return list(module.get_init_inputs())
+    finally:
+        torch.random.set_rng_state(state)
+
+
+def module_inputs(module: types.ModuleType, seed: int, device: str | torch.device, dtype: str,
+                  keep_dtype: tuple[str, ...] | list[str]) -> list[Any]:
+    """The reference module's ``get_inputs()`` under ``seed``, made on ``device``, floating ones cast to
+    ``dtype`` except the inputs named in ``keep_dtype``."""
+    generator_state = torch.random.get_rng_state()
+    try:
+        seed_torch(seed)
+        with torch.device(device):
+            raw = list(module.get_inputs())
+    finally:
+        torch.random.set_rng_state(generator_state)
+    names = forward_input_names(module)
+    out = []
+    for i, value in enumerate(raw):
+        name = names[i] if i < len(names) else f"arg{i}"
+        out.append(_cast(value, dtype, name in keep_dtype, device))
+    return out
 
 
 def _trace_inputs(get_inputs, small: bool) -> list[Any] | None:
@@ -100,8 +117,13 @@ def _trace_inputs(get_inputs, small: bool) -> list[Any] | None:
     return list(get_inputs()) if small else None
 
 
+def reference_file(task: Task) -> Path:
+    """Where the task's reference module lives (named in the errors and tracebacks of its code)."""
+    return task.root / "reference.py" if not task.kernelbench else task.root / f"{task.id}.py"
+
+
 def load_problem(task: Task, config: Config) -> Problem:
-    where = task.root / "reference.py" if not task.kernelbench else task.root / f"{task.id}.py"
+    where = reference_file(task)
     try:
         module = build_module(task.source, config.as_dict(), name="reference", where=where)
     except TaskError:
@@ -112,11 +134,11 @@ def load_problem(task: Task, config: Config) -> Problem:
     return Problem(task, config, module)
 
 
-def cast_input(value: Any, name: str, dtype: str, task: Task, device: str | torch.device) -> Any:
+def _cast(value: Any, dtype: str, keep: bool, device: str | torch.device) -> Any:
     if not isinstance(value, torch.Tensor):
         return value
     value = value.to(device)
-    if value.dtype in CASTABLE and name not in task.keep_dtype:
+    if value.dtype in CASTABLE and not keep:
         value = value.to(TORCH_DTYPES[dtype])
     return value.contiguous() if not value.is_contiguous() else value
 

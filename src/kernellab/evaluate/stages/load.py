@@ -10,6 +10,7 @@ from __future__ import annotations
 import time
 
 from kernellab.evaluate.checking import run_case
+from kernellab.evaluate.compile_ahead import CompileAhead
 from kernellab.evaluate.cuda_compile import compile_check
 from kernellab.evaluate.verdict import Mode, Stage, StageResult, Status
 from kernellab.sandbox.candidate import CandidateProcess, ChildSpec
@@ -35,6 +36,7 @@ def run(ctx) -> StageResult:
     ctx.import_seconds = time.perf_counter() - started
     run_case(ctx, case)  # judged again by the smoke stage; here it must only run
     ctx.verdict.compiled = True
+    ctx.compile_ahead = CompileAhead.start(ctx, spec, (case.problem.config, case.dtype))
     return StageResult(Stage.LOAD, True)
 
 

@@ -87,7 +87,7 @@ def time_configs(ctx, configs: list[Config], holdout: bool = False,
     their speedup is reported vs eager and vs the baseline kernel."""
     rows = []
     phases = [False, True] if ctx.session.task.backward and not holdout else [False]
-    with exclusive():  # the GPU to itself while timing (gpu_sharing)
+    with exclusive(), ctx.quiet_gpu():  # the GPU to itself while timing (gpu_sharing, compile_ahead)
         for config in configs:
             for dtype in ctx.session.resolved.dtypes if dtypes is None else dtypes:
                 for backward in phases:

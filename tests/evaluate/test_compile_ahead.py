@@ -1,0 +1,108 @@
+"""Compiling ahead: what the helpers are asked to call, that a real child does it on inputs of its
+own and survives what fails, and (on a GPU) that an evaluation with helpers passes and ends them."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+import torch
+
+from kernellab.evaluate.compile_ahead import WARM_SEED, warm_items
+from kernellab.evaluate.options import EvalOptions, resolve, with_stages
+from kernellab.evaluate.verdict import Stage
+from kernellab.sandbox.candidate import CandidateProcess, ChildSpec
+from kernellab.sandbox.forkserver import ForkServer
+from kernellab.tasks.load import load_task
+from kernellab.tasks.materialize import reference_file
+from kernellab.tasks.model import Visibility
+
+ROOT = Path(__file__).parents[2]
+RMSNORM_TRITON = ROOT / "examples" / "rmsnorm_triton.py"
+
+
+@pytest.fixture(scope="module")
+def rmsnorm():
+    return load_task("normalization/rmsnorm")
+
+
+def _labels(task, *visibilities):
+    return [c.label for v in visibilities for c in task.configs_of(v)]
+
+
+def test_helpers_are_asked_for_every_shape_the_evaluation_reaches_in_its_order(rmsnorm):
+    resolved = resolve(rmsnorm, EvalOptions(), cuda_available=True)
+    first = rmsnorm.configs_of(Visibility.SEEN)[0]
+    items = warm_items(rmsnorm, resolved, (first, "float32"))
+    forward = [(i["label"], i["dtype"]) for i in items if i["grad_inputs"] is None]
+    backward = [(i["label"], i["dtype"]) for i in items if i["grad_inputs"] is not None]
+    dtypes = resolved.dtypes
+    expected = [(label, d) for label in _labels(rmsnorm, Visibility.SEEN, Visibility.EDGE, Visibility.HOLDOUT)
+                for d in dtypes]
+    expected.remove((first.label, "float32"))  # the checking child loaded it already
+    assert forward == expected
+    assert backward == [(label, d) for label in _labels(rmsnorm, Visibility.SEEN) for d in dtypes]
+    assert all(i["grad_inputs"] == ["x"] for i in items if i["grad_inputs"] is not None)
+    # Backward comes right after the edge configs and before the holdouts, as the stages do.
+    kinds = ["bwd" if i["grad_inputs"] else "fwd" for i in items]
+    assert kinds.index("bwd") == len(_labels(rmsnorm, Visibility.SEEN, Visibility.EDGE)) * len(dtypes) - 1
+
+
+def test_holdouts_are_never_warmed_when_the_evaluation_does_not_run_them(rmsnorm):
+    small = rmsnorm.configs_of(Visibility.SMALL)[0]
+    for options in (EvalOptions(configs="seen"), with_stages(EvalOptions(), Stage.LOAD, Stage.SHAPE_SWEEP)):
+        items = warm_items(rmsnorm, resolve(rmsnorm, options, cuda_available=True), (small, "float32"))
+        holdouts = set(_labels(rmsnorm, Visibility.HOLDOUT))
+        assert items and not holdouts & {i["label"] for i in items}
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    work = tmp_path_factory.mktemp("forkserver")
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(work), "TRITON_INTERPRET": "1"}
+    srv = ForkServer(env, work / "forkserver.log")
+    yield srv
+    srv.close()
+
+
+def test_a_child_warms_shapes_on_its_own_inputs_and_reports_what_failed(server, tmp_path, rmsnorm):
+    env = {"PATH": os.environ.get("PATH", ""), "HOME": str(tmp_path), "TRITON_INTERPRET": "1",
+           "TRITON_CACHE_DIR": str(tmp_path / "triton")}
+    child = CandidateProcess(server, ChildSpec("cpu", True, env, tmp_path / "helper.log"))
+    try:
+        child.request("import", 60, path=str(RMSNORM_TRITON))
+        small = rmsnorm.configs_of(Visibility.SMALL)[0]
+        items = [
+            {"label": small.label, "values": small.as_dict(), "dtype": "float32", "keep_dtype": [],
+             "grad_inputs": None},
+            {"label": small.label, "values": small.as_dict(), "dtype": "float16", "keep_dtype": [],
+             "grad_inputs": ["x"]},
+            # A shape get_inputs cannot make: that item fails, the others are still done.
+            {"label": "num_tokens=-1", "values": dict(small.as_dict(), num_tokens=-1), "dtype": "float32",
+             "keep_dtype": [], "grad_inputs": None},
+        ]
+        started = child.submit("warm", source=rmsnorm.source, where=str(reference_file(rmsnorm)),
+                               seed=WARM_SEED, items=items)
+        answer = child.collect("warm", started, 120)
+        assert answer["warmed"] == 2
+        assert len(answer["failed"]) == 1 and answer["failed"][0].startswith("num_tokens=-1 float32:")
+        assert child.answered() is False  # nothing more to collect
+        child.request("release", 10)  # and it still answers
+    finally:
+        child.close()
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+def test_an_evaluation_with_helpers_passes_and_ends_them(rmsnorm):
+    from kernellab.evaluate.session import EvalSession
+
+    options = EvalOptions(compile_baseline=False, timing_budget_s=0.1, timing_max_samples=40, compile_ahead=2)
+    with EvalSession(rmsnorm, options) as session:
+        verdict = session.evaluate(RMSNORM_TRITON)
+        logs = sorted(session.work_dir.glob("candidate-*/compile-ahead-*.log"))
+    assert verdict.status.value == "passed", verdict.error
+    note = next(n for n in verdict.notes if n.startswith("compile ahead:"))
+    assert "2 helper process(es)" in note, note
+    assert len(logs) == 2
