@@ -35,7 +35,7 @@ from kernellab.tasks.model import Config, Task, Visibility
 
 log = logging.getLogger(__name__)
 
-MAX_HELPERS = 2
+MAX_HELPERS = 3
 CORES_PER_HELPER = 4  # the judge, the checking child and the fork server need cores of their own
 WARM_SEED = 7  # any seed: the helpers' inputs only have to have the right shapes and value ranges
 
@@ -54,10 +54,14 @@ def helper_count(session, scan) -> int:
 
 
 def warm_items(task: Task, resolved: Resolved, loaded: tuple[Config, str]) -> list[dict[str, Any]]:
-    """What the evaluation will call, in the order it gets there, without what is loaded already."""
+    """What the evaluation will call after its shape sweep, in the order it gets there, without what is
+    loaded already."""
     wanted: list[tuple[Config, bool]] = []
     seen = task.configs_of(Visibility.SEEN)
-    if resolved.wants(Stage.SHAPE_SWEEP) or resolved.wants(Stage.TIMING):
+    if not resolved.wants(Stage.SHAPE_SWEEP) and resolved.wants(Stage.TIMING):
+        # The shape sweep, right after loading, calls the seen configs before a helper is up (its
+        # CUDA context takes most of a second): helpers asked for them compiled them a second time
+        # beside it. Without a sweep, timing is the first to call them.
         wanted += [(c, False) for c in seen]
     if resolved.wants(Stage.EDGE):
         wanted += [(c, False) for c in task.configs_of(Visibility.EDGE)]
