@@ -31,26 +31,18 @@ def _labels(task, *visibilities):
     return [c.label for v in visibilities for c in task.configs_of(v)]
 
 
-def test_helpers_are_asked_for_every_shape_the_evaluation_reaches_after_its_sweep_in_order(rmsnorm):
+def test_helpers_are_asked_for_every_shape_the_evaluation_reaches_in_its_order(rmsnorm):
     resolved = resolve(rmsnorm, EvalOptions(), cuda_available=True)
     dtypes = resolved.dtypes
-    items = warm_items(rmsnorm, resolved, (rmsnorm.configs_of(Visibility.SMALL)[0], "float32"))
-    got = [(i["label"], i["dtype"], i["grad_inputs"]) for i in items]
-    edge, seen, holdout = (_labels(rmsnorm, v) for v in (Visibility.EDGE, Visibility.SEEN, Visibility.HOLDOUT))
-    assert got == ([(label, d, None) for label in edge for d in dtypes]
-                   + [(label, d, ["x"]) for label in seen for d in dtypes]
-                   + [(label, d, None) for label in holdout for d in dtypes])
-
-
-def test_without_a_shape_sweep_helpers_warm_the_seen_configs_for_timing(rmsnorm):
-    resolved = resolve(rmsnorm, with_stages(EvalOptions(), Stage.LOAD, Stage.TIMING), cuda_available=True)
     first = rmsnorm.configs_of(Visibility.SEEN)[0]
     items = warm_items(rmsnorm, resolved, (first, "float32"))
-    forward = [(i["label"], i["dtype"]) for i in items if i["grad_inputs"] is None]
-    expected = [(label, d) for label in _labels(rmsnorm, Visibility.SEEN) for d in resolved.dtypes]
-    expected.remove((first.label, "float32"))  # the checking child loaded it already
-    assert forward == expected
-    assert {i["label"] for i in items if i["grad_inputs"]} == set(_labels(rmsnorm, Visibility.SEEN))
+    got = [(i["label"], i["dtype"], i["grad_inputs"]) for i in items]
+    seen, edge, holdout = (_labels(rmsnorm, v) for v in (Visibility.SEEN, Visibility.EDGE, Visibility.HOLDOUT))
+    expected = ([(label, d, None) for label in seen + edge for d in dtypes]
+                + [(label, d, ["x"]) for label in seen for d in dtypes]
+                + [(label, d, None) for label in holdout for d in dtypes])
+    expected.remove((first.label, "float32", None))  # the load stage calls it
+    assert got == expected
 
 
 def test_holdouts_are_never_warmed_when_the_evaluation_does_not_run_them(rmsnorm):

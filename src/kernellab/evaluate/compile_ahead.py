@@ -54,14 +54,10 @@ def helper_count(session, scan) -> int:
 
 
 def warm_items(task: Task, resolved: Resolved, loaded: tuple[Config, str]) -> list[dict[str, Any]]:
-    """What the evaluation will call after its shape sweep, in the order it gets there, without what is
-    loaded already."""
+    """What the evaluation will call, in the order it gets there, without what its load stage calls."""
     wanted: list[tuple[Config, bool]] = []
     seen = task.configs_of(Visibility.SEEN)
-    if not resolved.wants(Stage.SHAPE_SWEEP) and resolved.wants(Stage.TIMING):
-        # The shape sweep, right after loading, calls the seen configs before a helper is up (its
-        # CUDA context takes most of a second): helpers asked for them compiled them a second time
-        # beside it. Without a sweep, timing is the first to call them.
+    if resolved.wants(Stage.SHAPE_SWEEP) or resolved.wants(Stage.TIMING):
         wanted += [(c, False) for c in seen]
     if resolved.wants(Stage.EDGE):
         wanted += [(c, False) for c in task.configs_of(Visibility.EDGE)]
@@ -82,72 +78,81 @@ def warm_items(task: Task, resolved: Resolved, loaded: tuple[Config, str]) -> li
 
 
 class CompileAhead:
-    """The helpers of one evaluation: started in a thread of the judge (a child's start is its CUDA
-    context, most of a second, which the checks need not wait for); ``paused()`` around timings,
-    ``close()`` at the evaluation's end."""
+    """The helpers of one evaluation, started beside its checking child (each in a thread of the
+    judge: a child's start is its CUDA context, most of a second, which nothing need wait for);
+    ``paused()`` around timings, ``close()`` at the evaluation's end."""
 
     def __init__(self, ctx, spec: ChildSpec, count: int, items: list[dict[str, Any]]):
         self.helpers: list[CandidateProcess] = []
         self.submitted: dict[int, float] = {}  # helper pid -> when its warm request was sent
         self.items = len(items)
+        self._lock = threading.Lock()
         self._stopping = threading.Event()
-        self._starter = threading.Thread(target=self._start, args=(ctx, spec, count, items),
-                                         name="compile-ahead", daemon=True)
-        self._starter.start()
+        self._paused = False
+        self._starters = [threading.Thread(target=self._start, args=(ctx, spec, i, items[i::count]),
+                                           name=f"compile-ahead-{i}", daemon=True) for i in range(count)]
+        for starter in self._starters:
+            starter.start()
 
     @classmethod
     def start(cls, ctx, spec: ChildSpec, loaded: tuple[Config, str]) -> CompileAhead | None:
         """Helpers for ``ctx``'s candidate (``spec``: its checking child's, whose folder and caches they
-        share), each with its share of the work, round-robin; None when there are none."""
+        share), each with its share of the work, round-robin; None when there are none. ``loaded``:
+        the config and dtype the load stage calls."""
         count = helper_count(ctx.session, ctx.scan)
         items = warm_items(ctx.session.task, ctx.session.resolved, loaded) if count else []
         count = min(count, len(items))
         return cls(ctx, spec, count, items) if count else None
 
-    def _start(self, ctx, spec: ChildSpec, count: int, items: list[dict[str, Any]]) -> None:
+    def _start(self, ctx, spec: ChildSpec, i: int, items: list[dict[str, Any]]) -> None:
         session = ctx.session
-        where = str(reference_file(session.task))
-        for i in range(count):
-            if self._stopping.is_set():
-                return
-            own = ChildSpec(device=spec.device, interpret=spec.interpret, env=spec.env,
-                            log_path=spec.log_path.with_name(f"compile-ahead-{i}.log"),
-                            memory_fraction=spec.memory_fraction, fp32_precision=spec.fp32_precision)
-            try:
-                helper = CandidateProcess(session.server(), own)
-            except Exception as exc:  # noqa: BLE001 - no helper is no loss: the checks compile themselves
-                log.info("compile-ahead helper %d did not start: %s", i, exc)
-                return
+        own = ChildSpec(device=spec.device, interpret=spec.interpret, env=spec.env,
+                        log_path=spec.log_path.with_name(f"compile-ahead-{i}.log"),
+                        memory_fraction=spec.memory_fraction, fp32_precision=spec.fp32_precision)
+        try:
+            helper = CandidateProcess(session.server(), own)
+        except Exception as exc:  # noqa: BLE001 - no helper is no loss: the checks compile themselves
+            log.info("compile-ahead helper %d did not start: %s", i, exc)
+            return
+        with self._lock:
             self.helpers.append(helper)
-            try:
-                helper.request("import", max(session.options.compile_timeout_s, ctx.timeout), path=str(ctx.path))
-                self.submitted[helper.pid] = helper.submit("warm", source=session.task.source, where=where,
-                                                           seed=WARM_SEED, items=items[i::count])
-            except (CandidateError, ChildFailure) as exc:  # the checking child will say what is wrong
-                log.info("compile-ahead helper %d: %s", i, exc)
-
-    def _started(self) -> None:
-        self._starter.join()
+            if self._stopping.is_set():
+                helper.kill()
+                return
+            if self._paused:
+                helper.send_signal(signal.SIGSTOP)
+        try:
+            helper.request("import", max(session.options.compile_timeout_s, ctx.timeout), path=str(ctx.path))
+            self.submitted[helper.pid] = helper.submit("warm", source=session.task.source,
+                                                       where=str(reference_file(session.task)),
+                                                       seed=WARM_SEED, items=items)
+        except (CandidateError, ChildFailure) as exc:  # killed at the end, or the checks will say why
+            log.info("compile-ahead helper %d: %s", i, exc)
 
     @contextlib.contextmanager
     def paused(self) -> Iterator[None]:
-        """Stop the helpers while the body runs (a timing must have the GPU to itself)."""
-        self._started()
-        for helper in self.helpers:
-            helper.send_signal(signal.SIGSTOP)
+        """Stop the helpers while the body runs (a timing must have the GPU to itself); one that
+        comes up meanwhile is stopped as it comes."""
+        with self._lock:
+            self._paused = True
+            for helper in self.helpers:
+                helper.send_signal(signal.SIGSTOP)
         try:
             yield
         finally:
-            for helper in self.helpers:
-                helper.send_signal(signal.SIGCONT)
+            with self._lock:
+                self._paused = False
+                for helper in self.helpers:
+                    helper.send_signal(signal.SIGCONT)
 
     def close(self) -> str | None:
         """Kill the helpers; a note on what they did, for the verdict."""
-        self._stopping.set()
-        self._started()
         warmed = failed = finished = 0
         compile_s = 0.0
-        for helper in self.helpers:
+        with self._lock:
+            self._stopping.set()
+            helpers = list(self.helpers)
+        for helper in helpers:
             try:
                 if helper.pid in self.submitted and helper.answered():
                     answer = helper.collect("warm", self.submitted[helper.pid], 1.0)
@@ -157,11 +162,15 @@ class CompileAhead:
             except (CandidateError, ChildFailure) as exc:
                 log.info("compile-ahead helper: %s", exc)
             compile_s += helper.compile_seconds
+            helper.send_signal(signal.SIGKILL)  # a request its starter still waits on ends with it
+        for starter in self._starters:
+            starter.join()  # a helper still starting kills itself when it is up (``_stopping``)
+        for helper in helpers:
             helper.kill()
-        if not self.helpers:
+        if not helpers:
             return None
         if not finished:
-            return f"compile ahead: {len(self.helpers)} helper process(es), ended before they had finished"
-        return (f"compile ahead: {len(self.helpers)} helper process(es) called the candidate on {warmed} of "
+            return f"compile ahead: {len(helpers)} helper process(es), ended before they had finished"
+        return (f"compile ahead: {len(helpers)} helper process(es) called the candidate on {warmed} of "
                 f"{self.items} shapes beforehand ({failed} failed there), with {compile_s:.1f} s of compiles "
                 f"beside the checks (not in compile_seconds)")
