@@ -52,12 +52,13 @@ def cache_state(cache: Path) -> dict:
     return {"baseline_rows": entries("baselines.json"), "ceilings": entries("ceilings.json")}
 
 
-def cold(task: str, candidate: str, cache: Path) -> dict:
+def cold(task: str, candidate: str, cache: Path, compile_ahead: int | None = None) -> dict:
     before = cache_state(cache)
     env = dict(os.environ, KERNELLAB_CACHE_DIR=str(cache))
     started = time.perf_counter()
+    ahead = [] if compile_ahead is None else ["--compile-ahead", str(compile_ahead)]
     proc = subprocess.run([sys.executable, "-m", "kernellab.cli.main", "eval", "--task", task, "--candidate",
-                           candidate, "--json"], capture_output=True, text=True, env=env)
+                           candidate, "--json", *ahead], capture_output=True, text=True, env=env)
     wall = time.perf_counter() - started
     verdict = json.loads(proc.stdout) if proc.stdout.strip().startswith("{") else {}
     return {"wall_s": round(wall, 2), "exit": proc.returncode, "status": verdict.get("status"),
@@ -79,6 +80,8 @@ def main() -> None:
     parser.add_argument("--task", default="normalization/rmsnorm")
     parser.add_argument("--candidate", default="examples/rmsnorm_triton.py")
     parser.add_argument("--repeats", type=int, default=3, help="warm evaluations after the warm-up")
+    parser.add_argument("--compile-ahead", type=int, default=None, metavar="N",
+                        help="helper processes compiling ahead (default: the evaluator's own choice; 0: none)")
     parser.add_argument("--out", default="benchmarks/results/eval_speed.json")
     parser.add_argument("--profile", metavar="PATH",
                         help="profile the last warm evaluation (judge side) with cProfile; write the table here")
@@ -95,12 +98,12 @@ def main() -> None:
     cache.mkdir(parents=True, exist_ok=True)
     result = {"task": args.task, "candidate": args.candidate, "holdout_timing": args.holdout_timing}
     if not args.skip_empty_cache:
-        result["cold_empty_caches"] = cold(args.task, args.candidate, cache)
+        result["cold_empty_caches"] = cold(args.task, args.candidate, cache, args.compile_ahead)
         print(f"cold, empty caches: {result['cold_empty_caches']['wall_s']} s", flush=True)
-        result["cold_warm_caches"] = cold(args.task, args.candidate, cache)
+        result["cold_warm_caches"] = cold(args.task, args.candidate, cache, args.compile_ahead)
     os.environ["KERNELLAB_CACHE_DIR"] = str(cache)
     warm = []
-    options = EvalOptions(holdout_timing_dtypes=args.holdout_timing)
+    options = EvalOptions(holdout_timing_dtypes=args.holdout_timing, compile_ahead=args.compile_ahead)
     with EvalSession(load_task(args.task), options) as session:
         first = session.evaluate(args.candidate)  # builds references; baselines come from the cache
         copies = []
@@ -123,12 +126,14 @@ def main() -> None:
                          "violations": [v.to_dict() for v in verdict.violations],
                          "child_requests": {op: {"count": int(n), "judge_s": round(wall, 3), "child_s": round(child, 3)}
                                             for op, (n, wall, child) in session.last_op_stats.items()},
-                         "stage_seconds": {st.name.value: round(st.seconds, 2) for st in verdict.stages}})
+                         "stage_seconds": {st.name.value: round(st.seconds, 2) for st in verdict.stages},
+                         "compile_ahead": next((n for n in verdict.notes if n.startswith("compile ahead")), None)})
         result["device"] = session.device_label
         result["session_first_s"] = round(first.elapsed_s, 2)
     result["warm"] = warm
+    result["compile_ahead"] = "auto" if args.compile_ahead is None else args.compile_ahead
     if args.skip_empty_cache:  # after the session: its first evaluation filled the cache
-        result["cold_warm_caches"] = cold(args.task, args.candidate, cache)
+        result["cold_warm_caches"] = cold(args.task, args.candidate, cache, args.compile_ahead)
     result["anchors_s"] = ANCHORS_S
     print(f"{'measurement':58s} {'seconds':>8s}")
     for name in [n for n in ("cold_empty_caches", "cold_warm_caches") if n in result]:

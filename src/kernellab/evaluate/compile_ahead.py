@@ -35,8 +35,8 @@ from kernellab.tasks.model import Config, Task, Visibility
 
 log = logging.getLogger(__name__)
 
-MAX_HELPERS = 3
-CORES_PER_HELPER = 4  # the judge, the checking child and the fork server need cores of their own
+MAX_HELPERS = 6
+CORES_PER_HELPER = 2  # one compiling core each; the judge, the checking child and the fork server keep theirs
 WARM_SEED = 7  # any seed: the helpers' inputs only have to have the right shapes and value ranges
 
 
