@@ -4,16 +4,20 @@ A Triton kernel is compiled on its first call for each specialisation (dtypes, c
 divisibility of sizes), so a candidate evaluated on 3 seen configs × 3 dtypes, edge configs, backward
 and 6 holdout configs compiles tens of kernels, one after the other, each in the middle of a check:
 most of a cold evaluation. Helpers are extra children of the fork server for the same candidate,
-sharing its child folder and so its Triton cache. Each calls the candidate once per (config, dtype,
-phase) the evaluation will reach, on inputs it draws itself from the reference's ``get_inputs``;
-when the checking child gets there, the kernel is loaded from the cache instead of compiled.
+sharing its Triton cache folder. Each calls the candidate once per (config, dtype, phase) the
+evaluation will reach, on inputs it draws itself from the reference's ``get_inputs``; when the
+checking child gets there, the kernel is loaded from the cache instead of compiled.
 
 What a helper does is never judged and never sees the judge's data: its outputs are dropped, its
 failures only cost their own compile. Helpers see the configs the evaluation runs anyway (holdouts
-only when the holdout stage runs). They are paused (SIGSTOP) while anything is timed, so a timing
-has the GPU to itself, and killed when the evaluation ends. They run only on a GPU of its own
-(``gpu_sharing.shared_by() == 1``: campaign workers sharing a GPU keep its memory for themselves),
-for candidates with Triton kernels.
+only when the holdout stage runs) and have folders of their own (HOME, TMPDIR). They are paused
+(SIGSTOP) while anything is timed, so a timing has the GPU to itself, and killed when the
+evaluation ends. They run only on a GPU of its own (``gpu_sharing.shared_by() == 1``: campaign
+workers sharing a GPU keep its memory for themselves), for candidates with Triton kernels.
+
+They are the candidate's code in a second process while the checks run: a candidate built to talk
+to its helper (over a socket it opens itself) could move checked work out of the process the
+profiler traces. The static scan still reads its source; ``--compile-ahead 0`` audits without them.
 """
 
 from __future__ import annotations
@@ -106,7 +110,11 @@ class CompileAhead:
 
     def _start(self, ctx, spec: ChildSpec, i: int, items: list[dict[str, Any]]) -> None:
         session = ctx.session
-        own = ChildSpec(device=spec.device, interpret=spec.interpret, env=spec.env,
+        # A folder of its own (HOME, TMPDIR), only the Triton cache shared with the checking child.
+        home = spec.log_path.parent / f"compile-ahead-{i}"
+        home.mkdir(exist_ok=True)
+        own = ChildSpec(device=spec.device, interpret=spec.interpret,
+                        env=dict(spec.env, HOME=str(home), TMPDIR=str(home)),
                         log_path=spec.log_path.with_name(f"compile-ahead-{i}.log"),
                         memory_fraction=spec.memory_fraction, fp32_precision=spec.fp32_precision)
         try:
