@@ -13,7 +13,6 @@ from kernellab.evaluate.compile_ahead import WARM_SEED, warm_items
 from kernellab.evaluate.options import EvalOptions, resolve, with_stages
 from kernellab.evaluate.verdict import Stage
 from kernellab.sandbox.candidate import CandidateProcess, ChildSpec
-from kernellab.sandbox.forkserver import ForkServer
 from kernellab.tasks.load import load_task
 from kernellab.tasks.materialize import reference_file
 from kernellab.tasks.model import Visibility
@@ -51,15 +50,6 @@ def test_holdouts_are_never_warmed_when_the_evaluation_does_not_run_them(rmsnorm
         items = warm_items(rmsnorm, resolve(rmsnorm, options, cuda_available=True), (small, "float32"))
         holdouts = set(_labels(rmsnorm, Visibility.HOLDOUT))
         assert items and not holdouts & {i["label"] for i in items}
-
-
-@pytest.fixture(scope="module")
-def server(tmp_path_factory):
-    work = tmp_path_factory.mktemp("forkserver")
-    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(work), "TRITON_INTERPRET": "1"}
-    srv = ForkServer(env, work / "forkserver.log")
-    yield srv
-    srv.close()
 
 
 def test_a_child_warms_shapes_on_its_own_inputs_and_reports_what_failed(server, tmp_path, rmsnorm):

@@ -64,15 +64,6 @@ def test_the_registry_forgets_storages_that_died():
     assert not received.kept  # CPU tensors are never held: nothing to keep mapped
 
 
-@pytest.fixture(scope="module")
-def server(tmp_path_factory):
-    work = tmp_path_factory.mktemp("forkserver")
-    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(work), "TRITON_INTERPRET": "1"}
-    srv = ForkServer(env, work / "forkserver.log")
-    yield srv
-    srv.close()
-
-
 def _child(server, tmp_path: Path, source: str, device: str = "cpu") -> CandidateProcess:
     path = tmp_path / "candidate.py"
     path.write_text(source)
