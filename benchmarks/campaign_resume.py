@@ -18,16 +18,20 @@ strategy ``single``. The recorded kernels are written to ``DIR/recorded/`` first
   it gone and end) once ``--kill-at`` of its jobs are finished (the store polled read-only), then
   ``kernellab run ... --resume`` to the end.
 - ``compare``: the two run folders have the same jobs, the same correctness verdicts per job, and
-  speedups vs eager whose 95% intervals overlap (per job, the geometric mean over its seen timings of
-  ``eager_us / candidate_us`` at the candidate's CI ends). Prints a table; exit 1 on any mismatch.
+  speedups vs eager whose 95% intervals overlap. Where both campaigns re-timed their finalists
+  (``--retime-rounds N``, N ≥ 2), a job's speedup and interval are those of the rounds (geometric
+  mean and t-interval over N fresh timings at different moments: run-to-run variation included);
+  otherwise the verdict's (the geometric mean over its seen timings of ``eager_us / candidate_us``
+  at the candidate's CI ends: that timing's sampling error only). Prints a table; exit 1 on any
+  mismatch.
 - ``all``: both runs and the comparison in one process; ``render``: the HTML report and a screenshot.
 
 On a GPU every job's evaluation runs without the ``torch.compile`` baseline and without holdout
 timings, in one dtype per task, with 0.3 s of timing per config (``--eval-option
 compile_baseline=false --eval-option time_holdout=false --eval-option timing_budget_s=0.3
 --eval-option dtypes=one``; holdout correctness still runs: the timings of 80 jobs are one after the
-other on a GPU) and the finalists are not re-timed (``--retime-rounds 0``): the evidence is
-about resuming and placement, not about those numbers. ``--gpu-lock timing`` (default) lets the
+other on a GPU) and, by default, the finalists are not re-timed (``--retime-rounds 0``; each
+round re-times every finalist as its job was timed, a few seconds per finalist). ``--gpu-lock timing`` (default) lets the
 workers' correctness checks overlap on a GPU while each timing has it to itself. With ``--device cpu``
 it all runs under the Triton interpreter (correctness only; speedups are null and only verdicts
 compare). ``--pack DIR`` writes the phase folder (store, artifacts, logs; not the jobs' own solve
@@ -243,6 +247,7 @@ def job_table(run_dir: Path) -> dict[str, dict[str, Any]]:
     from kernellab.score.store import Store
 
     out: dict[str, dict[str, Any]] = {}
+    retimed = _retimed(run_dir)
     with Store.open(run_dir, create=False) as store:
         run = store.latest_run()
         jobs = {j.id: j for j in store.jobs(run.id)}
@@ -250,8 +255,22 @@ def job_table(run_dir: Path) -> dict[str, dict[str, Any]]:
         for job in jobs.values():
             verdict = finals[job.id].verdict if job.id in finals else None
             out[job.key] = {"status": job.status, "gpu": job.gpu, "worker": job.worker, "tries": job.tries,
-                            "error": job.error, **verdict_facts(verdict)}
+                            "error": job.error, **verdict_facts(verdict), "retime": retimed.get(job.id)}
     return out
+
+
+def _retimed(run_dir: Path) -> dict[int, dict[str, Any]]:
+    """Per job id, the finalists' re-timing (``--retime-rounds``): the geometric mean of the rounds'
+    speedups and its 95% interval over the rounds, when the campaign made one."""
+    from kernellab.run.scheduler import FINALISTS_FILE
+
+    try:
+        document = json.loads((run_dir / FINALISTS_FILE).read_text())
+    except (OSError, ValueError):
+        return {}
+    return {e["job_id"]: {"speedup": e["speedup_vs_eager_geomean"], "ci": e["speedup_vs_eager_ci95"],
+                          "rounds": len(e.get("samples") or [])}
+            for e in document.get("finalists", []) if e.get("speedup_vs_eager_ci95")}
 
 
 def verdict_facts(verdict: dict[str, Any] | None) -> dict[str, Any]:
@@ -305,13 +324,18 @@ def compare(a: Path, b: Path) -> dict[str, Any]:
                        (y["verdict"], y["correct"], y.get("holdout_correct"))
         overlap = None
         both_passed = x["verdict"] == y["verdict"] == "passed"
+        # Both re-timed over rounds: their interval carries run-to-run variation; else the verdicts'.
+        interval = "retime" if x.get("retime") and y.get("retime") else "verdict"
+        if interval == "retime":
+            x, y = {**x, **x["retime"]}, {**y, **y["retime"]}
         if both_passed and x["ci"] and y["ci"]:
             overlap = x["ci"][0] <= y["ci"][1] and y["ci"][0] <= x["ci"][1]
         elif both_passed and (x["ci"] or y["ci"]):
             overlap = False  # timed in one run only (a kernel that failed is not compared on speed)
         row = {"job": key, "status": [x["status"], y["status"]], "verdict": [x["verdict"], y["verdict"]],
                "correct": [x["correct"], y["correct"]], "speedup": [x["speedup"], y["speedup"]],
-               "ci": [x["ci"], y["ci"]], "same_verdict": same_status and same_verdict, "ci_overlap": overlap}
+               "ci": [x["ci"], y["ci"]], "interval": interval, "same_verdict": same_status and same_verdict,
+               "ci_overlap": overlap}
         rows.append(row)
         if not row["same_verdict"]:
             problems.append(f"{key}: verdict {x['status']}/{x['verdict']}/{x['correct']} vs "
@@ -324,6 +348,7 @@ def compare(a: Path, b: Path) -> dict[str, Any]:
     return {"a": str(a), "b": str(b), "jobs": [len(ta), len(tb)], "same_keys": set(ta) == set(tb),
             "same_verdicts": sum(1 for r in rows if r["same_verdict"]), "compared": len(rows),
             "timed_both": len(timed), "ci_overlap": sum(1 for r in timed if r["ci_overlap"]),
+            "intervals_from_retime": sum(1 for r in timed if r["interval"] == "retime"),
             "speedup_ratio_geomean": _geo(ratios), "speedup_ratio_range": [min(ratios), max(ratios)] if ratios else None,
             # how far apart the two runs' speedups are, whatever the intervals say (they hold the
             # candidate's sampling error only: eager's own run-to-run change is not in them)
@@ -504,7 +529,8 @@ def main() -> int:
     parser.add_argument("--gpus", default=None, help="e.g. 0,1 (default: every GPU)")
     parser.add_argument("--agent-concurrency", type=int, default=None, help="default: 4 per GPU, 2 on the CPU")
     parser.add_argument("--gpu-lock", choices=("evaluation", "timing"), default="timing")
-    parser.add_argument("--retime-rounds", type=int, default=0)
+    parser.add_argument("--retime-rounds", type=int, default=0,
+                        help="re-time the finalists this many rounds at the end (compare then uses their intervals)")
     parser.add_argument("--kill-at", type=float, default=0.5, help="fraction of jobs finished before the SIGKILL")
     parser.add_argument("--timeout", type=float, default=None, help="seconds per kernellab run before it is killed")
     parser.add_argument("--screenshot", type=Path, default=None, help="PNG of the report (needs chromium)")

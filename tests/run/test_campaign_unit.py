@@ -23,6 +23,7 @@ from kernellab.run.scheduler import (
     GpuLock,
     interleaved_order,
     plan_slots,
+    retime_options,
 )
 from kernellab.score.store import Store
 from kernellab.tasks.load import SUITE_ROOT
@@ -257,3 +258,22 @@ def test_alone_waits_until_no_other_evaluation_is_on_the_gpu(tmp_path):
     assert newcomer.mode == "shared"
     newcomer.end()
     me.end()
+
+
+def test_finalists_are_re_timed_as_the_campaigns_jobs_were(tmp_path):
+    from kernellab.evaluate.verdict import Stage
+
+    spec = CampaignSpec(tasks=("elementwise/relu",), agents=("replay",), agent_options={"replay": {"kernels": "/x"}},
+                        eval_options={"timing_budget_s": "0.3", "dtypes": "one"})
+    store, run = open_campaign(tmp_path / "run", spec, INTERPRET, confined=True, confinement={}, resume=False)
+    store.close()
+    options = retime_options(run)
+    assert (options.timing_budget_s, options.dtypes, options.compile_baseline, options.time_holdout) == \
+        (0.3, "one", False, False)
+    assert options.stages == frozenset({Stage.STATIC, Stage.LOAD, Stage.SMOKE, Stage.TIMING})
+    assert options.device == "cuda"
+    store, run = open_campaign(tmp_path / "other", CampaignSpec(
+        tasks=spec.tasks, agents=spec.agents, agent_options=spec.agent_options,
+        eval_options={"compile_baseline": "true"}), INTERPRET, confined=True, confinement={}, resume=False)
+    store.close()
+    assert retime_options(run).compile_baseline is True and retime_options(run).dtypes is None

@@ -280,3 +280,21 @@ def test_peak_memory_counts_the_calls_allocations():
     x = torch.randn(1 << 20, device="cuda")
     peak = peak_memory(lambda t: (t * 2) + 1, [x])  # one temporary and one output of 4 MiB
     assert 8 << 20 <= peak <= 12 << 20
+
+
+def test_ratio_interval_over_independent_timings_by_hand():
+    import math
+
+    from kernellab.sandbox.timing_stats import ratio_interval
+
+    # Two rounds, 2x and 8x: geometric mean 4; log sd = ln(4)/sqrt(2); t(1) = 12.706; half = t*sd/sqrt(2).
+    mean, low, high = ratio_interval([2.0, 8.0])
+    assert mean == pytest.approx(4.0)
+    half = 12.706 * math.log(4) / 2
+    assert (low, high) == (pytest.approx(4 * math.exp(-half)), pytest.approx(4 * math.exp(half)))
+    # Three rounds 1, 2, 4: geometric mean 2, log sd = ln 2, t(2) = 4.303.
+    mean, low, high = ratio_interval([1.0, 2.0, 4.0])
+    assert mean == pytest.approx(2.0)
+    assert high == pytest.approx(2 * math.exp(4.303 * math.log(2) / math.sqrt(3)))
+    assert ratio_interval([1.5, 1.5, 1.5]) == pytest.approx((1.5, 1.5, 1.5))
+    assert ratio_interval([1.5]) is None and ratio_interval([1.5, 0.0, float("nan")]) is None

@@ -37,6 +37,7 @@ from typing import Any, Self
 
 from kernellab.evaluate.gpu_sharing import give_back_memory
 from kernellab.evaluate.options import default_cache_dir
+from kernellab.sandbox.timing_stats import ratio_interval
 from kernellab.score.store import Store
 from kernellab.score.store_records import RunRecord
 
@@ -278,20 +279,30 @@ def interleaved_order(items: Sequence[Any], rounds: int) -> list[Any]:
     return order
 
 
+def retime_options(run: RunRecord):
+    """How finalists are re-timed: as the campaign's jobs were (its ``--eval-option``: dtypes, timing
+    budget, the compile baseline), on their seen configs, after a smoke check."""
+    from kernellab.evaluate.options import EvalOptions, with_stages
+    from kernellab.evaluate.verdict import Stage
+    from kernellab.run.campaign import CampaignSpec
+
+    overrides = {"compile_baseline": False, **CampaignSpec.from_dict(run.config).evaluation_overrides(),
+                 "time_holdout": False}
+    return with_stages(EvalOptions(device="cuda", **overrides), Stage.SMOKE, Stage.TIMING)
+
+
 def retime_finalists(store: Store, run: RunRecord, gpu: int, *, rounds: int = 3) -> dict[str, Any]:
     """Time every finalist again on ``gpu`` (this process must see it as its only device), interleaved,
-    holding its lock throughout; record a ``retime`` event per job and ``finalists.json``."""
-    from kernellab.evaluate.options import EvalOptions, with_stages
+    holding its lock throughout; record a ``retime`` event per job and ``finalists.json`` (per job:
+    the rounds' speedups, their median, geometric mean and 95% interval over the rounds)."""
     from kernellab.evaluate.session import EvalSession
-    from kernellab.evaluate.verdict import Stage
     from kernellab.tasks.load import load_task
 
     chosen = finalists(store, run)
     by_task: dict[str, list[Finalist]] = {}
     for f in chosen:
         by_task.setdefault(f.task_id, []).append(f)
-    options = with_stages(EvalOptions(device="cuda", compile_baseline=False, time_holdout=False), Stage.SMOKE,
-                          Stage.TIMING)
+    options = retime_options(run)
     samples: dict[int, list[float]] = {f.job_id: [] for f in chosen}
     with GpuLock(gpu):
         for task_id, group in by_task.items():
@@ -304,8 +315,12 @@ def retime_finalists(store: Store, run: RunRecord, gpu: int, *, rounds: int = 3)
     document = {"gpu": gpu, "rounds": rounds, "finalists": []}
     for f in chosen:
         xs = samples[f.job_id]
+        interval = ratio_interval(xs)
         entry = {"job_id": f.job_id, "task": f.task_id, "agent": f.agent, "seed": f.seed,
-                 "speedup_vs_eager_median": statistics.median(xs) if xs else None, "samples": xs}
+                 "speedup_vs_eager_median": statistics.median(xs) if xs else None, "samples": xs,
+                 # over the rounds, each a fresh child at another moment: run-to-run variation included
+                 "speedup_vs_eager_geomean": interval[0] if interval else None,
+                 "speedup_vs_eager_ci95": list(interval[1:]) if interval else None}
         document["finalists"].append(entry)
         store.record_event(f.job_id, "retime", entry)
     (store.run_dir / FINALISTS_FILE).write_text(json.dumps(document, indent=1) + "\n")

@@ -220,6 +220,29 @@ def should_stop(samples_us: Sequence[float], plan: TimingPlan, elapsed_s: float)
     return None
 
 
+# Two-sided 95% quantiles of Student's t for 1..10 degrees of freedom; past 10, 2.2 bounds them.
+_T975 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228)
+
+
+def ratio_interval(ratios: Sequence[float]) -> tuple[float, float, float] | None:
+    """Geometric mean and 95% t-interval of ratios (speedups) measured in independent timings.
+
+    One timing's bootstrap CI holds the sampling error of its own calls, not the state the device
+    was in when they ran (clocks, memory placement), which moves a kernel by 0.1–8% between
+    processes on an H100 (``benchmarks/timing_reproducibility.py``). Timings repeated at different
+    moments carry that variation: this is their interval, on the log scale (ratios multiply). None
+    with fewer than two positive ratios."""
+    logs = [math.log(r) for r in ratios if r and r > 0 and math.isfinite(r)]
+    if len(logs) < 2:
+        return None
+    n = len(logs)
+    mean = sum(logs) / n
+    sd = math.sqrt(sum((x - mean) ** 2 for x in logs) / (n - 1))
+    t = _T975[n - 2] if n - 2 < len(_T975) else 2.2
+    half = t * sd / math.sqrt(n)
+    return math.exp(mean), math.exp(mean - half), math.exp(mean + half)
+
+
 def batch_size(per_call_us: float) -> int:
     """Calls per batch: about ``_BATCH_TARGET_US`` of device time, clamped to [10, 50]."""
     if not per_call_us > 0 or not math.isfinite(per_call_us):
