@@ -14,6 +14,7 @@ from rich.table import Table
 
 from kernellab.cli.early_start import leave
 from kernellab.cli.errors import UsageError, report_usage_error
+from kernellab.evaluate.compile_ahead import CORES_PER_HELPER, MAX_HELPERS
 from kernellab.evaluate.options import EvalOptions
 from kernellab.evaluate.session import EvalSession
 from kernellab.evaluate.verdict import Verdict
@@ -31,8 +32,8 @@ def eval_command(
     device: Optional[str] = typer.Option(None, "--device", help="cuda | cpu (default: cuda when present)"),
     compile_ahead: Optional[int] = typer.Option(
         None, "--compile-ahead", min=0,
-        help="helper processes compiling a Triton candidate's kernels ahead of its checks (default: up to 2 "
-             "on a GPU of its own; 0: none)"),
+        help=f"helper processes compiling a Triton candidate's kernels ahead of its checks (default: up to "
+             f"{MAX_HELPERS}, one per {CORES_PER_HELPER} cores, on a GPU of its own; 0: none)"),
     as_json: bool = typer.Option(False, "--json", help="print exactly one JSON document on stdout"),
     debug: bool = typer.Option(False, "--debug", help="tracebacks and worker logs"),
 ) -> None:

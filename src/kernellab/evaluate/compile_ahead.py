@@ -82,17 +82,16 @@ def warm_items(task: Task, resolved: Resolved, loaded: tuple[Config, str]) -> li
 
 
 class CompileAhead:
-    """The helpers of one evaluation, started beside its checking child (each in a thread of the
-    judge: a child's start is its CUDA context, most of a second, which nothing need wait for);
-    ``paused()`` around timings, ``close()`` at the evaluation's end."""
+    """The helpers of one evaluation, each started in a thread of the judge (a child's start is its
+    CUDA context, most of a second, which the checks need not wait for); ``paused()`` around
+    timings, ``close()`` at the evaluation's end."""
 
     def __init__(self, ctx, spec: ChildSpec, count: int, items: list[dict[str, Any]]):
         self.helpers: list[CandidateProcess] = []
         self.submitted: dict[int, float] = {}  # helper pid -> when its warm request was sent
         self.items = len(items)
         self._lock = threading.Lock()
-        self._stopping = threading.Event()
-        self._paused = False
+        self._stopping = self._paused = False  # both read and set under ``_lock``
         self._starters = [threading.Thread(target=self._start, args=(ctx, spec, i, items[i::count]),
                                            name=f"compile-ahead-{i}", daemon=True) for i in range(count)]
         for starter in self._starters:
@@ -100,7 +99,7 @@ class CompileAhead:
 
     @classmethod
     def start(cls, ctx, spec: ChildSpec, loaded: tuple[Config, str]) -> CompileAhead | None:
-        """Helpers for ``ctx``'s candidate (``spec``: its checking child's, whose folder and caches they
+        """Helpers for ``ctx``'s candidate (``spec``: its checking child's, whose Triton cache they
         share), each with its share of the work, round-robin; None when there are none. ``loaded``:
         the config and dtype the load stage calls."""
         count = helper_count(ctx.session, ctx.scan)
@@ -124,7 +123,7 @@ class CompileAhead:
             return
         with self._lock:
             self.helpers.append(helper)
-            if self._stopping.is_set():
+            if self._stopping:
                 helper.kill()
                 return
             if self._paused:
@@ -158,7 +157,7 @@ class CompileAhead:
         warmed = failed = finished = 0
         compile_s = 0.0
         with self._lock:
-            self._stopping.set()
+            self._stopping = True
             helpers = list(self.helpers)
         for helper in helpers:
             try:

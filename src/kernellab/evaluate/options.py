@@ -46,7 +46,7 @@ class EvalOptions:
     compile_baseline: bool = True  # torch.compile is seconds per config: off for search loops and tests
     memory_fraction: float | None = 0.9
     # Helper children that compile a Triton candidate's kernels ahead of its checks (compile_ahead.py);
-    # None: up to two on a GPU of its own, 0: none.
+    # None: up to ``compile_ahead.MAX_HELPERS`` on a GPU of its own, 0: none.
     compile_ahead: int | None = None
     device: str | None = None  # "cuda" | "cpu"; default: cuda when available
     work_dir: Path | None = None
