@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from kernellab.evaluate.compile_ahead import WARM_SEED, warm_items
+from kernellab.evaluate.compile_ahead import MAX_HELPERS, WARM_SEED, helper_count, warm_items
 from kernellab.evaluate.options import EvalOptions, resolve, with_stages
 from kernellab.evaluate.verdict import Stage
 from kernellab.sandbox.candidate import CandidateProcess, ChildSpec
@@ -50,6 +50,23 @@ def test_holdouts_are_never_warmed_when_the_evaluation_does_not_run_them(rmsnorm
         items = warm_items(rmsnorm, resolve(rmsnorm, options, cuda_available=True), (small, "float32"))
         holdouts = set(_labels(rmsnorm, Visibility.HOLDOUT))
         assert items and not holdouts & {i["label"] for i in items}
+
+
+def test_no_helpers_when_no_check_runs_between_the_load_and_the_timing(rmsnorm):
+    """A re-timing (smoke and timing only) has nothing for compiles to overlap with: helpers would
+    still be starting their CUDA contexts when the timing pauses them."""
+    from types import SimpleNamespace
+
+    def count(options):
+        resolved = resolve(rmsnorm, options, cuda_available=True)
+        session = SimpleNamespace(device="cuda", options=options, resolved=resolved)
+        return helper_count(session, SimpleNamespace(backend="triton"))
+
+    full = count(EvalOptions())
+    assert full == min(MAX_HELPERS, (os.cpu_count() or 1) // 2)
+    assert count(with_stages(EvalOptions(), Stage.SMOKE, Stage.TIMING)) == 0
+    assert count(with_stages(EvalOptions(), Stage.SMOKE, Stage.EDGE, Stage.TIMING)) == full
+    assert count(with_stages(EvalOptions(compile_ahead=2), Stage.SMOKE, Stage.TIMING)) == 2  # asked for
 
 
 def test_a_child_warms_shapes_on_its_own_inputs_and_reports_what_failed(server, tmp_path, rmsnorm):

@@ -21,8 +21,10 @@ from kernellab.run.campaign import (
 from kernellab.run.scheduler import (
     EvaluationGate,
     GpuLock,
+    _rounds_left,
     interleaved_order,
     plan_slots,
+    retime_finalists,
     retime_options,
 )
 from kernellab.score.store import Store
@@ -277,3 +279,53 @@ def test_finalists_are_re_timed_as_the_campaigns_jobs_were(tmp_path):
         eval_options={"compile_baseline": "true"}), INTERPRET, confined=True, confinement={}, resume=False)
     store.close()
     assert retime_options(run).compile_baseline is True and retime_options(run).dtypes is None
+
+
+def test_a_retime_skips_the_rounds_each_finalist_has():
+    class F:
+        def __init__(self, job_id):
+            self.job_id = job_id
+
+    fa, fb = F(1), F(2)
+    left = _rounds_left([fa, fb], 3, {1: [{}, {}], 2: []})  # the order is a b | b a | a b
+    assert [f.job_id for f in left] == [2, 2, 1, 2]
+    assert _rounds_left([fa, fb], 3, {1: [{}] * 3, 2: [{}] * 4}) == []
+
+
+def test_a_stopped_retime_is_summed_up_from_its_recorded_rounds(tmp_path, monkeypatch):
+    """Every round stored as it ended: called again with all rounds there, the re-timing evaluates
+    nothing (this test has no GPU) and summarises what the store holds."""
+    import json
+    import math
+
+    from kernellab.evaluate.verdict import Mode, Status, Verdict
+    from kernellab.run.scheduler import FINALISTS_FILE, RETIME_SAMPLE
+    from kernellab.sandbox.timing_stats import ratio_interval
+
+    monkeypatch.setenv("KERNELLAB_CACHE_DIR", str(tmp_path / "cache"))
+    spec = CampaignSpec(tasks=("elementwise/relu", "elementwise/tanh"), agents=("replay",),
+                        agent_options={"replay": {"kernels": "/x"}})
+    store, run = open_campaign(tmp_path / "run", spec, INTERPRET, confined=True, confinement={}, resume=False)
+    rounds = {"elementwise/relu": [2.0, 2.2, 2.1], "elementwise/tanh": [1.0, None, 1.1]}
+    for job in store.jobs(run.id):
+        verdict = Verdict(task={"id": job.task_id}, candidate={"path": "k.py"}, device="H100", mode=Mode.GPU,
+                          versions={}, policy="strict", seed=0)
+        verdict.status, verdict.correct = Status.PASSED, True
+        store.claim_next_job("w0")
+        store.record_attempt(job, "# the kernel\n", verdict, final=True)
+        store.finish_job(job, "done")
+        for i, x in enumerate(rounds[job.task_id]):
+            store.record_event(job, RETIME_SAMPLE, {"round": i + 1, "speedup_vs_eager": x,
+                                                    "status": "passed" if x else "error"})
+    lines = []
+    document = retime_finalists(store, run, 0, rounds=3, progress=lines.append)
+    assert lines == ["6/6 re-timings recorded already: going on from there"]
+    by_task = {e["task"]: e for e in document["finalists"]}
+    relu, tanh = by_task["elementwise/relu"], by_task["elementwise/tanh"]
+    assert relu["samples"] == [2.0, 2.2, 2.1] and tanh["samples"] == [1.0, 1.1]  # the failed round left out
+    assert relu["speedup_vs_eager_median"] == 2.1
+    assert math.isclose(relu["speedup_vs_eager_geomean"], (2.0 * 2.2 * 2.1) ** (1 / 3))
+    assert relu["speedup_vs_eager_ci95"] == list(ratio_interval([2.0, 2.2, 2.1])[1:])
+    assert math.isclose(tanh["speedup_vs_eager_geomean"], math.sqrt(1.1))
+    assert json.loads((tmp_path / "run" / FINALISTS_FILE).read_text()) == document
+    store.close()

@@ -41,6 +41,8 @@ log = logging.getLogger(__name__)
 
 MAX_HELPERS = 6
 CORES_PER_HELPER = 2  # one compiling core each; the judge, the checking child and the fork server keep theirs
+# The checks that run between the load stage and the timing: what the helpers' compiles overlap with.
+CHECKS_BEFORE_TIMING = (Stage.SHAPE_SWEEP, Stage.STABILITY, Stage.DETERMINISM, Stage.EDGE, Stage.BACKWARD)
 WARM_SEED = 7  # any seed: the helpers' inputs only have to have the right shapes and value ranges
 
 
@@ -53,6 +55,10 @@ def helper_count(session, scan) -> int:
     if chosen is not None:
         return max(0, int(chosen))
     if gpu_sharing.shared_by() > 1:
+        return 0
+    if not any(session.resolved.wants(stage) for stage in CHECKS_BEFORE_TIMING):
+        # nothing to compile beside: helpers would still be starting (a CUDA context each, which
+        # slows the checking child's own start) when the timing pauses them
         return 0
     return min(MAX_HELPERS, (os.cpu_count() or 1) // CORES_PER_HELPER)
 

@@ -8,9 +8,12 @@ running jobs back to pending and goes on; finished jobs are never run again.
 
 from __future__ import annotations
 
+import json
 import logging
+import os
 import shutil
 import subprocess
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -19,7 +22,7 @@ from rich.console import Console
 
 from kernellab.run.campaign import CampaignError, CampaignSpec, Placement, open_campaign
 from kernellab.run.progress import CampaignProgress, Standing
-from kernellab.run.scheduler import LOCK_SCOPES, plan_slots
+from kernellab.run.scheduler import FINALISTS_FILE, LOCK_SCOPES, plan_slots
 
 log = logging.getLogger(__name__)
 
@@ -126,7 +129,10 @@ def run_campaign(run_dir: Path, spec: CampaignSpec, placement: Placement, *, res
         if not interrupted and not unfinished and not placement.interpret and placement.backend == "local" \
                 and retime_rounds > 0:
             console.print("re-timing the finalists, interleaved, on one GPU", markup=False, highlight=False)
-            finalists = _retime(run_dir, placement.gpus[0], retime_rounds)
+            try:
+                finalists = _retime(run_dir, placement.gpus[0], retime_rounds, console)
+            except KeyboardInterrupt:  # the rounds done so far are stored: --resume goes on from there
+                interrupted = True
         return CampaignOutcome(run_dir, run.id, final, interrupted, status, finalists)
     finally:
         store.close()
@@ -145,22 +151,29 @@ def _backend(placement: Placement, slots: list, debug: bool) -> Any:
     return LocalBackend(slots, interpret=placement.interpret, debug=debug, lock_scope=placement.lock_scope)
 
 
-def _retime(run_dir: Path, gpu: int, rounds: int) -> dict[str, Any] | None:
-    """In a process of its own that sees only ``gpu`` (the orchestrator never touches CUDA)."""
-    import json
-    import os
-    import sys
+_PROGRESS = "retime: "  # how the re-timing process marks its progress lines on stderr
 
+
+def _retime(run_dir: Path, gpu: int, rounds: int, console: Console) -> dict[str, Any] | None:
+    """In a process of its own that sees only ``gpu`` (the orchestrator never touches CUDA); its
+    progress lines are shown as they come. Every finished round is in the store already, so a
+    re-timing cut short goes on from there with ``--resume``."""
     env = {**os.environ, "CUDA_VISIBLE_DEVICES": str(gpu)}
-    code = ("import sys, json; from pathlib import Path; from kernellab.score.store import Store; "
+    code = ("import sys; from pathlib import Path; from kernellab.score.store import Store; "
             "from kernellab.run.scheduler import retime_finalists; "
             "s = Store.open(Path(sys.argv[1]), create=False); "
-            "json.dump(retime_finalists(s, s.latest_run(), int(sys.argv[2]), rounds=int(sys.argv[3])), sys.stdout)")
-    done = subprocess.run([sys.executable, "-c", code, str(run_dir), str(gpu), str(rounds)], env=env,
-                          capture_output=True, text=True, check=False)
-    if done.returncode != 0:
-        log.warning("re-timing the finalists failed: %s", done.stderr.strip().splitlines()[-1:] or "")
+            f"say = lambda line: print({_PROGRESS!r} + line, file=sys.stderr, flush=True); "
+            "retime_finalists(s, s.latest_run(), int(sys.argv[2]), rounds=int(sys.argv[3]), progress=say)")
+    other: list[str] = []
+    with subprocess.Popen([sys.executable, "-c", code, str(run_dir), str(gpu), str(rounds)], env=env,
+                          stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True) as proc:
+        assert proc.stderr is not None
+        for line in proc.stderr:
+            if line.startswith(_PROGRESS):
+                console.print(line[len(_PROGRESS):].rstrip(), markup=False, highlight=False)
+            elif line.strip():
+                other.append(line.rstrip())
+    if proc.returncode != 0:
+        log.warning("re-timing the finalists failed: %s", other[-1:] or f"exit {proc.returncode}")
         return None
-    return json.loads(done.stdout)
-
-
+    return json.loads((run_dir / FINALISTS_FILE).read_text())

@@ -16,8 +16,9 @@ interleaved re-timing of finalists.
   stream of correctness checks.
 - **Finalists**: at the end, the final kernel of every job that passed is timed again on one GPU,
   round-robin over the finalists for several rounds (``interleaved_order``), so clock and thermal drift
-  touch every finalist alike; the medians are recorded as ``retime`` events and in
-  ``RUN_DIR/finalists.json``.
+  touch every finalist alike. Every round's result is stored as it comes (a ``retime_sample`` event),
+  so a re-timing that is stopped continues where it was on ``--resume``; the summaries are recorded
+  as ``retime`` events and in ``RUN_DIR/finalists.json``.
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ import logging
 import os
 import statistics
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Self
@@ -291,10 +292,15 @@ def retime_options(run: RunRecord):
     return with_stages(EvalOptions(device="cuda", **overrides), Stage.SMOKE, Stage.TIMING)
 
 
-def retime_finalists(store: Store, run: RunRecord, gpu: int, *, rounds: int = 3) -> dict[str, Any]:
+def retime_finalists(store: Store, run: RunRecord, gpu: int, *, rounds: int = 3,
+                     progress: Callable[[str], None] | None = None) -> dict[str, Any]:
     """Time every finalist again on ``gpu`` (this process must see it as its only device), interleaved,
     holding its lock throughout; record a ``retime`` event per job and ``finalists.json`` (per job:
-    the rounds' speedups, their median, geometric mean and 95% interval over the rounds)."""
+    the rounds' speedups, their median, geometric mean and 95% interval over the rounds).
+
+    Each round's evaluation is stored as a ``retime_sample`` event the moment it ends, and rounds a
+    job already has are not run again: a re-timing stopped halfway (a timeout, a kill) goes on from
+    there when called again. ``progress`` gets one line per evaluation."""
     from kernellab.evaluate.session import EvalSession
     from kernellab.tasks.load import load_task
 
@@ -303,18 +309,31 @@ def retime_finalists(store: Store, run: RunRecord, gpu: int, *, rounds: int = 3)
     for f in chosen:
         by_task.setdefault(f.task_id, []).append(f)
     options = retime_options(run)
-    samples: dict[int, list[float]] = {f.job_id: [] for f in chosen}
+    samples = {f.job_id: recorded_samples(store, f.job_id) for f in chosen}
+    total = len(chosen) * rounds
+    done = sum(min(len(xs), rounds) for xs in samples.values())
+    if progress and done:
+        progress(f"{done}/{total} re-timings recorded already: going on from there")
     with GpuLock(gpu):
         for task_id, group in by_task.items():
+            todo = _rounds_left(group, rounds, samples)
+            if not todo:
+                continue
             with EvalSession(load_task(task_id), options) as session:
-                for f in interleaved_order(group, rounds):
+                for f in todo:
                     verdict = session.evaluate(f.kernel)
                     speedup = (verdict.speedup or {}).get("vs_eager")
-                    if speedup:
-                        samples[f.job_id].append(speedup)
+                    sample = {"round": len(samples[f.job_id]) + 1, "speedup_vs_eager": speedup,
+                              "status": verdict.status.value}
+                    store.record_event(f.job_id, RETIME_SAMPLE, sample)
+                    samples[f.job_id].append(sample)
+                    done += 1
+                    if progress:
+                        shown = f"x{speedup:.3f}" if speedup else verdict.status.value
+                        progress(f"{done}/{total} {task_id} {f.agent} round {sample['round']}: {shown}")
     document = {"gpu": gpu, "rounds": rounds, "finalists": []}
     for f in chosen:
-        xs = samples[f.job_id]
+        xs = [s["speedup_vs_eager"] for s in samples[f.job_id][:rounds] if s["speedup_vs_eager"]]
         interval = ratio_interval(xs)
         entry = {"job_id": f.job_id, "task": f.task_id, "agent": f.agent, "seed": f.seed,
                  "speedup_vs_eager_median": statistics.median(xs) if xs else None, "samples": xs,
@@ -325,3 +344,22 @@ def retime_finalists(store: Store, run: RunRecord, gpu: int, *, rounds: int = 3)
         store.record_event(f.job_id, "retime", entry)
     (store.run_dir / FINALISTS_FILE).write_text(json.dumps(document, indent=1) + "\n")
     return document
+
+
+RETIME_SAMPLE = "retime_sample"
+
+
+def recorded_samples(store: Store, job_id: int) -> list[dict[str, Any]]:
+    """The re-timing rounds ``job_id`` has already had, in order."""
+    return [e.payload for e in store.events(job_id) if e.kind == RETIME_SAMPLE]
+
+
+def _rounds_left(group: list[Finalist], rounds: int, samples: dict[int, list[Any]]) -> list[Finalist]:
+    """``interleaved_order(group, rounds)`` without the rounds each finalist already has."""
+    seen: dict[int, int] = {}
+    left = []
+    for f in interleaved_order(group, rounds):
+        seen[f.job_id] = seen.get(f.job_id, 0) + 1
+        if seen[f.job_id] > len(samples[f.job_id]):
+            left.append(f)
+    return left
