@@ -272,6 +272,7 @@ def test_finalists_are_re_timed_as_the_campaigns_jobs_were(tmp_path):
     options = retime_options(run)
     assert (options.timing_budget_s, options.dtypes, options.compile_baseline, options.time_holdout) == \
         (0.3, "one", False, False)
+    assert options.cached_baselines is False  # eager measured in every round, not read once per run
     assert options.stages == frozenset({Stage.STATIC, Stage.LOAD, Stage.SMOKE, Stage.TIMING})
     assert options.device == "cuda"
     store, run = open_campaign(tmp_path / "other", CampaignSpec(

@@ -7,6 +7,7 @@ drift check, on the first timing row of each evaluation and then on every row on
 when it moved more than ``DRIFT_PCT`` from the cached value, that row's baselines are measured again.
 One check per evaluation catches what drift is about (clocks, power state, another process on the
 GPU, a cache from another day) without re-timing eager 36 times per candidate.
+``EvalOptions.cached_baselines=False`` times every row afresh (a finalist's re-timing rounds).
 
 ``torch.compile`` runs only for a row the cache does not have (or that recorded no compile result):
 on drift, eager and the baseline kernel are re-timed and the cached compile time is scaled by
@@ -134,7 +135,7 @@ def baseline_times(session, config: Config, dtype: str, backward: bool, sets: li
     key = _cache_key(session, config, dtype, backward, method)
     cache_file = _cache_file(session)
     eager_call = _caller(sets[0].eager_model, sets, backward)
-    cached = _read_cache(cache_file).get(key)
+    cached = _read_cache(cache_file).get(key) if session.options.cached_baselines else None
     usable = cached and cached.get("eager_us") and (cached.get("compile_us") is not None or not with_compile
                                                      or cached.get("compile_note"))
     # Without the compile baseline asked for, a cached compile time is not reported either: a campaign

@@ -44,6 +44,10 @@ class EvalOptions:
     # "one" (see ``holdout_timing_dtypes``), "all", or a tuple of dtypes.
     holdout_timing_dtypes: str | tuple[str, ...] = "one"
     compile_baseline: bool = True  # torch.compile is seconds per config: off for search loops and tests
+    # False: eager and the baseline kernel are timed afresh in this evaluation instead of read from the
+    # cache. A cached eager time is one measurement shared by every candidate of a run, so its own
+    # run-to-run variation (1-2% on an H100) is in no interval; a finalist's re-timing rounds need it.
+    cached_baselines: bool = True
     memory_fraction: float | None = 0.9
     # Helper children that compile a Triton candidate's kernels ahead of its checks (compile_ahead.py);
     # None: up to ``compile_ahead.MAX_HELPERS`` on a GPU of its own, 0: none.

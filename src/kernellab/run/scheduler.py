@@ -282,13 +282,15 @@ def interleaved_order(items: Sequence[Any], rounds: int) -> list[Any]:
 
 def retime_options(run: RunRecord):
     """How finalists are re-timed: as the campaign's jobs were (its ``--eval-option``: dtypes, timing
-    budget, the compile baseline), on their seen configs, after a smoke check."""
+    budget, the compile baseline), on their seen configs, after a smoke check, with eager timed again
+    in every round: the rounds' spread then holds the baseline's run-to-run variation too (with a
+    cached eager time, the finalists of one task all moved with that one measurement between runs)."""
     from kernellab.evaluate.options import EvalOptions, with_stages
     from kernellab.evaluate.verdict import Stage
     from kernellab.run.campaign import CampaignSpec
 
     overrides = {"compile_baseline": False, **CampaignSpec.from_dict(run.config).evaluation_overrides(),
-                 "time_holdout": False}
+                 "time_holdout": False, "cached_baselines": False}
     return with_stages(EvalOptions(device="cuda", **overrides), Stage.SMOKE, Stage.TIMING)
 
 
