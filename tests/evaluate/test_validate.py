@@ -6,6 +6,7 @@ import tomllib
 from pathlib import Path
 
 import pytest
+import torch
 
 from kernellab.evaluate import validate
 from kernellab.evaluate.validate import shard, validate_task
@@ -99,6 +100,15 @@ def test_inputs_holding_inf_by_design_do_not_make_the_scale_infinite(tmp_path):
                             "torch.cat([torch.randn(8, N), torch.full((8, 1), float('inf'))], 1)")
     report = validate_task(load_task(folder), "cpu", 1 << 16)
     assert report.passed, report.failures
+
+
+def test_finite_inputs_whose_squares_overflow_do_not_read_as_near_constant(tmp_path):
+    folder = _one_file_task(tmp_path, "huge_values", "return x * 3",
+                            "torch.randn(8, N, dtype=torch.float64) * 1e200")
+    report = validate_task(load_task(folder), "cpu", 1 << 16)
+    assert report.passed, report.failures
+    assert validate._rms([torch.tensor([3e200, -4e200, float("inf")], dtype=torch.float64)]) == \
+        pytest.approx(((9 + 16) / 2) ** 0.5 * 1e200)
 
 
 def test_shards_partition_the_list():

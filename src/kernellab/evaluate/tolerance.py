@@ -53,10 +53,10 @@ def normalised_error(out: torch.Tensor, ref: torch.Tensor) -> tuple[float, float
     diff = torch.where(same_special, torch.zeros_like(diff), diff)
     diff = torch.nan_to_num(diff, nan=float("inf"))
     max_abs = float(diff.max())
-    return max_abs, max_abs / max(_rms(ref64[finite]), _TINY) if max_abs > 0 else 0.0
+    return max_abs, max_abs / max(rms(ref64[finite]), _TINY) if max_abs > 0 else 0.0
 
 
-def _rms(values: torch.Tensor) -> float:
+def rms(values: torch.Tensor) -> float:
     """Root mean square, scaled by the largest magnitude first: squares of finite float64 values
     above 1e154 overflow (a float16 prefix product's float64 reference reaches 1e200), and an
     infinite RMS turned every error into NaN, which read as no error at all."""

@@ -38,6 +38,7 @@ from typing import Any
 import torch
 
 from kernellab.evaluate.reference import PARAM_SEED
+from kernellab.evaluate.tolerance import rms
 from kernellab.tasks.materialize import Problem, build_model, device_generator, flatten_outputs, load_problem
 from kernellab.tasks.model import Task, TaskError, Visibility
 
@@ -113,14 +114,13 @@ def _sample(flat: torch.Tensor) -> torch.Tensor:
 
 
 def _rms(values: list[Any]) -> float:
-    """Over finite elements: an overflow check's inputs hold inf by design."""
-    total, count = 0.0, 0
-    for x in values:
-        if isinstance(x, torch.Tensor) and x.is_floating_point() and x.numel():
-            finite = x.detach().to(torch.float64).reshape(-1)
-            finite = finite[torch.isfinite(finite)]
-            total, count = total + float(finite.pow(2).sum()), count + finite.numel()
-    return (total / count) ** 0.5 if count else 1.0
+    """Over finite elements (an overflow check's inputs hold inf by design), scaled as
+    ``tolerance.rms`` is: finite inputs above 1e154 would square to inf and read as near-constant."""
+    finite = [x.detach().to(torch.float64).reshape(-1) for x in values
+              if isinstance(x, torch.Tensor) and x.is_floating_point() and x.numel()]
+    finite = [x[torch.isfinite(x)] for x in finite]
+    finite = [x for x in finite if x.numel()]
+    return rms(torch.cat(finite)) if finite else 1.0
 
 
 def _relative_change(a: torch.Tensor, b: torch.Tensor) -> float:
@@ -129,7 +129,11 @@ def _relative_change(a: torch.Tensor, b: torch.Tensor) -> float:
     both = torch.isfinite(a) & torch.isfinite(b)
     if bool((torch.isfinite(a) != torch.isfinite(b)).any()):
         return float("inf")
-    a, b = a[both], b[both]
+    a, b = a[both].to(torch.float64), b[both].to(torch.float64)
+    scale = max(float(a.abs().max()), float(b.abs().max())) if a.numel() else 0.0
+    if scale == 0.0:
+        return 0.0
+    a, b = a / scale, b / scale  # norms of values above 1e154 overflow in float64 unscaled
     return float((a - b).norm() / max(float(a.norm()), 1e-300))
 
 
