@@ -78,6 +78,33 @@ def test_several_runs_in_one_directory_are_reported_whole(tmp_path):
     assert not report.confined
 
 
+def test_a_campaigns_re_timed_finalists_are_reported_with_their_interval(tmp_path):
+    import json
+
+    from kernellab.report.render import render_run as render
+    from kernellab.score.store_records import RETIME
+
+    run_dir = build_sample_run(tmp_path / "r", agents=("claude",), tasks=("activation/gelu", "normalization/rmsnorm"))
+    assert all(r.retimed_speedup_vs_eager is None for r in load_run(run_dir).rows)
+    assert "re-timed" not in render(load_run(run_dir), "md")  # no column without a re-timing
+    with Store.open(run_dir, create=False) as store:
+        job = next(j for j in store.jobs() if j.task_id == "normalization/rmsnorm")
+        store.record_event(job, RETIME, {"speedup_vs_eager_geomean": 9.0, "speedup_vs_eager_ci95": [8.5, 9.5],
+                                         "samples": [1.0, 1.0, 1.0]})  # superseded by the later one
+        store.record_event(job, RETIME, {"speedup_vs_eager_geomean": 2.5, "speedup_vs_eager_ci95": [2.4, 2.6],
+                                         "samples": [2.4, 2.5, 2.6]})
+    report = load_run(run_dir)
+    rows = {r.task_id: r for r in report.rows}
+    rms, gelu = rows["normalization/rmsnorm"], rows["activation/gelu"]
+    assert (rms.retimed_speedup_vs_eager, rms.retimed_ci95, rms.retimed_rounds) == (2.5, (2.4, 2.6), 3)
+    assert gelu.retimed_speedup_vs_eager is None
+    text = render(report, "md")
+    assert "| geomean speedup vs eager, re-timed finalists | 2.50× |" in text
+    assert "2.50× [2.400, 2.600]" in text
+    [row] = [r for r in json.loads(render(report, "json"))["tasks"] if r["task_id"] == "normalization/rmsnorm"]
+    assert row["retimed_speedup_vs_eager"] == 2.5 and row["retimed_ci95"] == [2.4, 2.6]
+
+
 @pytest.mark.parametrize("make, message", [
     (lambda p: p / "nope", "does not exist"),
     (lambda p: (p / "file.txt").write_text("x") and p / "file.txt", "is a file"),

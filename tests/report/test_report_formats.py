@@ -15,7 +15,8 @@ from kernellab.report.html import TEMPLATES
 TASK_KEYS = ["run_id", "task_id", "category", "kind", "agent", "seed", "strategy", "status", "scored", "compiled",
              "correct", "holdout_correct", "speedup_vs_eager", "speedup_vs_compile", "speedup_vs_baseline",
              "holdout_speedup_vs_eager", "pct_of_roofline", "peak_mem_bytes", "tokens_in", "tokens_out", "tokens",
-             "steps", "cost_usd", "wall_s", "attempts", "arena_points", "gain_points", "confined"]
+             "steps", "cost_usd", "wall_s", "attempts", "arena_points", "gain_points", "confined",
+             "retimed_speedup_vs_eager", "retimed_ci95", "retimed_rounds"]
 
 
 @pytest.fixture(scope="module")

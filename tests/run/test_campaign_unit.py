@@ -300,7 +300,8 @@ def test_a_stopped_retime_is_summed_up_from_its_recorded_rounds(tmp_path, monkey
     import math
 
     from kernellab.evaluate.verdict import Mode, Status, Verdict
-    from kernellab.run.scheduler import FINALISTS_FILE, RETIME_SAMPLE
+    from kernellab.run.scheduler import FINALISTS_FILE
+    from kernellab.score.store_records import RETIME_SAMPLE
     from kernellab.sandbox.timing_stats import ratio_interval
 
     monkeypatch.setenv("KERNELLAB_CACHE_DIR", str(tmp_path / "cache"))

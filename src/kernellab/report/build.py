@@ -7,6 +7,7 @@ directory with several runs (a campaign extended later) is reported whole, each 
 from __future__ import annotations
 
 import os
+from dataclasses import replace
 from pathlib import Path
 
 from kernellab.report.breakdowns import breakdowns
@@ -19,7 +20,7 @@ from kernellab.score import (
     summarize,
 )
 from kernellab.score.store import DB_NAME
-from kernellab.score.store_records import AttemptRecord, RunRecord
+from kernellab.score.store_records import RETIME, AttemptRecord, RunRecord
 
 
 def check_run_dir(run_dir: str | os.PathLike[str]) -> Path:
@@ -49,12 +50,32 @@ def load_run(run_dir: str | os.PathLike[str]) -> RunReport:
                 runs.append(info)
                 results.extend(run_results)
                 points.extend(attempt_points_from_store(store, record.id))
-                rows.extend(TaskRow.from_result(r, info) for r in run_results)
+                retimed = retimed_finalists(store, record.id)
+                rows.extend(with_retime(TaskRow.from_result(r, info), retimed) for r in run_results)
     except StoreError as exc:
         raise ReportError(str(exc)) from None
     return RunReport(run_dir=path, runs=tuple(runs), results=tuple(results), attempts=tuple(points),
                      rows=tuple(rows), summary=summarize(results, points),
                      breakdowns=breakdowns(results, points))
+
+
+def retimed_finalists(store: Store, run_id: int) -> dict[tuple[str, str, int, str], dict]:
+    """Per job key, the last ``retime`` summary its campaign recorded (``run.scheduler``)."""
+    out = {}
+    for job in store.jobs(run_id):
+        entries = [e.payload for e in store.events(job) if e.kind == RETIME]
+        if entries:
+            out[(job.task_id, job.agent, job.seed, job.strategy)] = entries[-1]
+    return out
+
+
+def with_retime(row: TaskRow, retimed: dict[tuple[str, str, int, str], dict]) -> TaskRow:
+    entry = retimed.get(row.key)
+    if not entry or not entry.get("speedup_vs_eager_geomean"):
+        return row
+    ci = entry.get("speedup_vs_eager_ci95")
+    return replace(row, retimed_speedup_vs_eager=entry["speedup_vs_eager_geomean"],
+                   retimed_ci95=tuple(ci) if ci else None, retimed_rounds=len(entry.get("samples") or []))
 
 
 def run_info(record: RunRecord, attempts: list[AttemptRecord], unfinished: int = 0) -> RunInfo:

@@ -72,6 +72,11 @@ class TaskRow:
     arena_points: float | None  # None for an unscored result (left out of every mean)
     gain_points: float | None
     confined: bool
+    # The campaign's re-timing of its finalists (``kernellab run --retime-rounds``): the geometric
+    # mean of the rounds' speedups vs eager and their 95% interval; None where none was made.
+    retimed_speedup_vs_eager: float | None = None
+    retimed_ci95: tuple[float, float] | None = None
+    retimed_rounds: int = 0
 
     @classmethod
     def from_result(cls, result: Result, run: RunInfo) -> TaskRow:

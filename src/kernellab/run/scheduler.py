@@ -40,7 +40,7 @@ from kernellab.evaluate.gpu_sharing import give_back_memory
 from kernellab.evaluate.options import default_cache_dir
 from kernellab.sandbox.timing_stats import ratio_interval
 from kernellab.score.store import Store
-from kernellab.score.store_records import RunRecord
+from kernellab.score.store_records import RETIME, RETIME_SAMPLE, RunRecord
 
 log = logging.getLogger(__name__)
 
@@ -343,12 +343,10 @@ def retime_finalists(store: Store, run: RunRecord, gpu: int, *, rounds: int = 3,
                  "speedup_vs_eager_geomean": interval[0] if interval else None,
                  "speedup_vs_eager_ci95": list(interval[1:]) if interval else None}
         document["finalists"].append(entry)
-        store.record_event(f.job_id, "retime", entry)
+        store.record_event(f.job_id, RETIME, entry)
     (store.run_dir / FINALISTS_FILE).write_text(json.dumps(document, indent=1) + "\n")
     return document
 
-
-RETIME_SAMPLE = "retime_sample"
 
 
 def recorded_samples(store: Store, job_id: int) -> list[dict[str, Any]]:

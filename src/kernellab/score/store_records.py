@@ -115,6 +115,12 @@ class AttemptRecord:
                    verdict_id=row["verdict_id"], verdict=json.loads(verdict) if verdict is not None else None)
 
 
+# Event kinds the campaign's re-timing of finalists records (``run.scheduler``) and reports read:
+# one per round as it ends, then one summary per job (geometric mean, 95% interval, the samples).
+RETIME_SAMPLE = "retime_sample"
+RETIME = "retime"
+
+
 @dataclass(frozen=True)
 class EventRecord:
     id: int
