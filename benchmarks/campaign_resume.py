@@ -26,6 +26,10 @@ strategy ``single``. The recorded kernels are written to ``DIR/recorded/`` first
   mismatch.
 - ``all``: both runs and the comparison in one process; ``render``: the HTML report and a screenshot.
 
+``--deadline S`` bounds a phase's wall time, report and tarball included (a machine lent for a fixed
+time): its ``kernellab run``s are cut to fit, and the same command later continues the campaign, or
+its re-timing, from the store (``phase.json`` keeps what the earlier call did, the SIGKILL included).
+
 On a GPU every job's evaluation runs without the ``torch.compile`` baseline and without holdout
 timings, in one dtype per task, with 0.3 s of timing per config (``--eval-option
 compile_baseline=false --eval-option time_holdout=false --eval-option timing_budget_s=0.3
@@ -56,6 +60,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT / "src") not in sys.path:
     sys.path.insert(0, str(ROOT / "src"))  # this checkout's kernellab, as for the campaign's subprocesses
+FINISH_MARGIN_S = 45.0  # the summary, the report and the tarball after the last kernellab run (--deadline)
 GPU_EVAL_OPTIONS = ("compile_baseline=false", "time_holdout=false", "timing_budget_s=0.3", "dtypes=one")
 # Triton baselines first (search tunes them, replay re-scores them), then tasks a search template
 # matches (no baseline: the template is both agents' kernel). Chosen for small, quick seen configs.
@@ -480,21 +485,30 @@ def run_phase(args: argparse.Namespace, out: Path, interrupted: bool) -> dict[st
                            "gpu_lock": args.gpu_lock if args.device != "cpu" else None,
                            "case_cache_gb": env.get("KERNELLAB_CASE_CACHE_GB"), "gpu_names": gpu_names()}
     started = time.monotonic()
+
+    def timeout() -> float | None:
+        """``--timeout``, cut to what ``--deadline`` leaves once the report and the tarball are made."""
+        if args.deadline is None:
+            return args.timeout
+        left = max(1.0, args.deadline - (time.monotonic() - started) - FINISH_MARGIN_S)
+        return left if args.timeout is None else min(args.timeout, left)
+
     if resuming:
         log(f"{run_dir} holds this campaign already: resuming it")
         doc["continued_earlier_phase"] = True
         if (out / "phase.json").exists():  # what the earlier call of this phase did (its SIGKILL, say)
             doc["earlier"] = json.loads((out / "phase.json").read_text())
-        doc["resume"] = run_once(argv + ["--resume"], env, logs, args.timeout)
+        doc["resume"] = run_once(argv + ["--resume"], env, logs, timeout())
     elif interrupted:
         log(f"{total} jobs; SIGKILL once {args.kill_at:.0%} are finished")
-        doc["first"] = run_killed(argv, env, logs, run_dir, args.kill_at, total, args.timeout)
+        doc["first"] = run_killed(argv, env, logs, run_dir, args.kill_at, total, timeout())
         log(f"killed: {doc['first']}")
-        doc["resume"] = run_once(argv + ["--resume"], env, logs, args.timeout)
+        (out / "phase.json").write_text(json.dumps(doc, indent=1) + "\n")  # the kill, whatever comes next
+        doc["resume"] = run_once(argv + ["--resume"], env, logs, timeout())
         log(f"resumed: {doc['resume']}")
     else:
         log(f"{total} jobs, uninterrupted")
-        doc["run"] = run_once(argv, env, logs, args.timeout)
+        doc["run"] = run_once(argv, env, logs, timeout())
         log(f"finished: {doc['run']}")
     doc["wall_s"] = round(time.monotonic() - started, 2)
     doc["summary"] = summarize_run(run_dir) if (run_dir / "results.sqlite").exists() else None
@@ -533,6 +547,9 @@ def main() -> int:
                         help="re-time the finalists this many rounds at the end (compare then uses their intervals)")
     parser.add_argument("--kill-at", type=float, default=0.5, help="fraction of jobs finished before the SIGKILL")
     parser.add_argument("--timeout", type=float, default=None, help="seconds per kernellab run before it is killed")
+    parser.add_argument("--deadline", type=float, default=None,
+                        help="seconds for the whole phase: its kernellab runs are cut to leave time for the "
+                             "report and --pack (a run cut short goes on with the same command)")
     parser.add_argument("--screenshot", type=Path, default=None, help="PNG of the report (needs chromium)")
     parser.add_argument("--no-report", action="store_true")
     parser.add_argument("--pack", type=Path, default=None,
