@@ -288,9 +288,10 @@ def test_a_retime_skips_the_rounds_each_finalist_has():
             self.job_id = job_id
 
     fa, fb = F(1), F(2)
-    left = _rounds_left([fa, fb], 3, {1: [{}, {}], 2: []})  # the order is a b | b a | a b
+    order = interleaved_order([fa, fb], 3)  # a b | b a | a b
+    left = _rounds_left(order, {1: [{}, {}], 2: []})
     assert [f.job_id for f in left] == [2, 2, 1, 2]
-    assert _rounds_left([fa, fb], 3, {1: [{}] * 3, 2: [{}] * 4}) == []
+    assert _rounds_left(order, {1: [{}] * 3, 2: [{}] * 4}) == []
 
 
 def test_a_stopped_retime_is_summed_up_from_its_recorded_rounds(tmp_path, monkeypatch):

@@ -306,33 +306,35 @@ def retime_finalists(store: Store, run: RunRecord, gpu: int, *, rounds: int = 3,
     from kernellab.evaluate.session import EvalSession
     from kernellab.tasks.load import load_task
 
-    chosen = finalists(store, run)
-    by_task: dict[str, list[Finalist]] = {}
-    for f in chosen:
-        by_task.setdefault(f.task_id, []).append(f)
+    chosen = sorted(finalists(store, run), key=lambda f: (f.task_id, f.job_id))
     options = retime_options(run)
     samples = {f.job_id: recorded_samples(store, f.job_id) for f in chosen}
     total = len(chosen) * rounds
     done = sum(min(len(xs), rounds) for xs in samples.values())
     if progress and done:
         progress(f"{done}/{total} re-timings recorded already: going on from there")
-    with GpuLock(gpu):
-        for task_id, group in by_task.items():
-            todo = _rounds_left(group, rounds, samples)
-            if not todo:
-                continue
-            with EvalSession(load_task(task_id), options) as session:
-                for f in todo:
-                    verdict = session.evaluate(f.kernel)
-                    speedup = (verdict.speedup or {}).get("vs_eager")
-                    sample = {"round": len(samples[f.job_id]) + 1, "speedup_vs_eager": speedup,
-                              "status": verdict.status.value}
-                    store.record_event(f.job_id, RETIME_SAMPLE, sample)
-                    samples[f.job_id].append(sample)
-                    done += 1
-                    if progress:
-                        shown = f"x{speedup:.3f}" if speedup else verdict.status.value
-                        progress(f"{done}/{total} {task_id} {f.agent} round {sample['round']}: {shown}")
+    # Round after round over every finalist, not every round of one task at once: a finalist's rounds
+    # are then minutes apart, and what the device's state does over minutes is in their spread.
+    todo = _rounds_left(interleaved_order(chosen, rounds), samples)
+    sessions: dict[str, EvalSession] = {}
+    current = None
+    with GpuLock(gpu), contextlib.ExitStack() as stack:
+        for f in todo:
+            if f.task_id != current and current is not None:
+                sessions[current].drop_cases()  # its memory back until its next round
+            current = f.task_id
+            if f.task_id not in sessions:
+                sessions[f.task_id] = stack.enter_context(EvalSession(load_task(f.task_id), options))
+            verdict = sessions[f.task_id].evaluate(f.kernel)
+            speedup = (verdict.speedup or {}).get("vs_eager")
+            sample = {"round": len(samples[f.job_id]) + 1, "speedup_vs_eager": speedup,
+                      "status": verdict.status.value}
+            store.record_event(f.job_id, RETIME_SAMPLE, sample)
+            samples[f.job_id].append(sample)
+            done += 1
+            if progress:
+                shown = f"x{speedup:.3f}" if speedup else verdict.status.value
+                progress(f"{done}/{total} {f.task_id} {f.agent} round {sample['round']}: {shown}")
     document = {"gpu": gpu, "rounds": rounds, "finalists": []}
     for f in chosen:
         xs = [s["speedup_vs_eager"] for s in samples[f.job_id][:rounds] if s["speedup_vs_eager"]]
@@ -354,11 +356,11 @@ def recorded_samples(store: Store, job_id: int) -> list[dict[str, Any]]:
     return [e.payload for e in store.events(job_id) if e.kind == RETIME_SAMPLE]
 
 
-def _rounds_left(group: list[Finalist], rounds: int, samples: dict[int, list[Any]]) -> list[Finalist]:
-    """``interleaved_order(group, rounds)`` without the rounds each finalist already has."""
+def _rounds_left(order: list[Finalist], samples: dict[int, list[Any]]) -> list[Finalist]:
+    """``order`` (``interleaved_order`` of the finalists) without the rounds each already has."""
     seen: dict[int, int] = {}
     left = []
-    for f in interleaved_order(group, rounds):
+    for f in order:
         seen[f.job_id] = seen.get(f.job_id, 0) + 1
         if seen[f.job_id] > len(samples[f.job_id]):
             left.append(f)
