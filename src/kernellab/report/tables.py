@@ -44,7 +44,8 @@ def _row_speedup(row: TaskRow, vs: str) -> Cell:
 
 
 def _retimed(row: TaskRow) -> Cell:
-    cell = cells.speedup(row.retimed_speedup_vs_eager, timed=row.retimed_speedup_vs_eager is not None or not row.correct)
+    value = row.retimed_speedup_vs_eager
+    cell = cells.speedup(value, timed=value is not None or not row.correct)  # a correct one not re-timed
     if row.retimed_ci95 is None:
         return cell
     lo, hi = row.retimed_ci95

@@ -350,7 +350,6 @@ def retime_finalists(store: Store, run: RunRecord, gpu: int, *, rounds: int = 3,
     return document
 
 
-
 def recorded_samples(store: Store, job_id: int) -> list[dict[str, Any]]:
     """The re-timing rounds ``job_id`` has already had, in order."""
     return [e.payload for e in store.events(job_id) if e.kind == RETIME_SAMPLE]
