@@ -21,7 +21,7 @@ for step in $steps; do
     faults) timeout 120 python benchmarks/fault_isolation.py --out "$RES/fault_isolation.json" ;;
     speed) timeout 220 python benchmarks/eval_speed.py --skip-empty-cache --repeats 2 --profile "$RES/eval_profile.txt" --out "$RES/eval_speed.json" ;;
     speedcold) timeout 400 python benchmarks/eval_speed.py --out "$RES/eval_speed_cold.json" ;;
-    units) timeout 240 python -m pytest -q -p no:cacheprovider -rf -m gpu tests/sandbox tests/evaluate tests/tasks tests/cli ;;
+    units) timeout 300 python -m pytest -q -p no:cacheprovider -rf -m gpu tests/sandbox tests/evaluate tests/tasks tests/cli tests/run ;;
     repeat) timeout 240 python benchmarks/eval_repeatability.py --out "$RES/eval_repeatability.json" ;;
     validate[1-4]) timeout 560 python -m kernellab.cli.main tasks validate --device cuda --shard "${step#validate}/4" \
                      --resume --state "$RES/validate_shard${step#validate}.json" ;;

@@ -328,7 +328,10 @@ def retime_finalists(store: Store, run: RunRecord, gpu: int, *, rounds: int = 3,
             verdict = sessions[f.task_id].evaluate(f.kernel)
             speedup = (verdict.speedup or {}).get("vs_eager")
             sample = {"round": len(samples[f.job_id]) + 1, "speedup_vs_eager": speedup,
-                      "status": verdict.status.value}
+                      "status": verdict.status.value,
+                      # per timing row: eager is measured in every round, so these differ between rounds
+                      "eager_us": [t.eager_us for t in verdict.timings or []],
+                      "candidate_us": [t.candidate_us for t in verdict.timings or []]}
             store.record_event(f.job_id, RETIME_SAMPLE, sample)
             samples[f.job_id].append(sample)
             done += 1
