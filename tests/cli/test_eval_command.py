@@ -7,6 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).parents[2]
 
 KERNELBENCH_STYLE = (ROOT / "tests" / "data" / "kernelbench_cross_entropy.py").read_text()
@@ -58,6 +60,20 @@ def test_unusable_input_is_one_line_and_exit_2(tmp_path):
     proc = run("eval", "--task", str(bad), "--candidate", "examples/rmsnorm_triton.py", "--json")
     assert proc.returncode == 2 and proc.stdout == ""
     assert "unknown key 'colour'" in proc.stderr and "Traceback" not in proc.stderr
+
+
+@pytest.mark.parametrize("args, message", [
+    (("eval", "--task", "normalization/rmsnorm", "--candidate", "examples/rmsnorm_triton.py", "--seed", "x"),
+     "Invalid value for '--seed'"),
+    (("eval", "--colour", "red"), "No such option: --colour"),
+    (("report",), "Missing argument"),
+    (("nosuch",), "No such command 'nosuch'"),
+])
+def test_flags_the_parser_rejects_are_one_line_and_exit_2(args, message):
+    proc = run(*args)
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert proc.stderr.startswith("error: ") and proc.stderr.strip().count("\n") == 0, proc.stderr
+    assert message in proc.stderr and "--help" in proc.stderr
 
 
 def test_doctor_says_what_this_machine_can_do():

@@ -26,7 +26,13 @@ from kernellab.cli import (  # noqa: E402
     solve_cmd,
     tasks_cmd,
 )
-from kernellab.cli.errors import UsageError, report_usage_error  # noqa: E402
+from kernellab.cli.errors import (  # noqa: E402
+    ClickUsageError,
+    NoArgsIsHelp,
+    UsageError,
+    click_usage_error,
+    report_usage_error,
+)
 
 app = typer.Typer(name="kernellab", no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False,
                   help="Benchmark, verify and optimize GPU kernels written by AI coding agents.")
@@ -46,11 +52,19 @@ def main() -> None:
     logging.basicConfig(level=logging.DEBUG if debug else logging.WARNING,
                         format="%(levelname)s %(name)s: %(message)s")
     try:
-        app()
+        # click's own errors (a flag of the wrong type, a missing option) come back here instead of
+        # as its multi-line usage box, so they read like every other usage error: one line, exit 2
+        code = app(standalone_mode=False)
+    except ClickUsageError as exc:
+        if isinstance(exc, NoArgsIsHelp):
+            exc.show()  # the command's help, as asked for by giving no arguments
+            sys.exit(exc.exit_code)
+        report_usage_error(click_usage_error(exc), debug)
+        sys.exit(2)
     except UsageError as exc:
         report_usage_error(exc, debug)
         sys.exit(2)
-    except KeyboardInterrupt:
+    except (KeyboardInterrupt, typer.Abort):
         typer.secho("interrupted", err=True)
         sys.exit(130)
     except Exception as exc:  # a defect of ours: one line, the traceback with --debug
@@ -58,6 +72,7 @@ def main() -> None:
         if debug:
             raise
         sys.exit(2)
+    sys.exit(code if isinstance(code, int) else 0)
 
 
 if __name__ == "__main__":
