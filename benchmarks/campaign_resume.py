@@ -50,6 +50,7 @@ import math
 import os
 import signal
 import sqlite3
+import statistics
 import subprocess
 import sys
 import tarfile
@@ -359,7 +360,31 @@ def compare(a: Path, b: Path) -> dict[str, Any]:
             # candidate's sampling error only: eager's own run-to-run change is not in them)
             "within_pct": {str(p): sum(1 for d in off if d <= math.log1p(p / 100)) for p in (1, 2, 5)},
             "median_abs_diff_pct": round(100 * math.expm1(off[len(off) // 2]), 3) if off else None,
+            "task_shared_shift": task_shared_shift(rows),
             "ok": not problems, "problems": problems, "rows": rows}
+
+
+def task_shared_shift(rows: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """How much of the A/B difference the finalists of one task share: over tasks with two timed
+    jobs, the correlation of their log ratios and the spread of their mean (shared) and half
+    difference (own). A shared part well above the own one points at what a task's jobs have in
+    common between runs, such as one eager time per run."""
+    by_task: dict[str, list[float]] = {}
+    for r in rows:
+        a, b = r["speedup"]
+        if a and b and r["ci_overlap"] is not None:
+            by_task.setdefault(r["job"].split("|")[0], []).append(math.log(a / b))
+    pairs = [xs[:2] for xs in by_task.values() if len(xs) >= 2]
+    if len(pairs) < 3:
+        return None
+    first, second = [p[0] for p in pairs], [p[1] for p in pairs]
+    try:
+        correlation = statistics.correlation(first, second)
+    except statistics.StatisticsError:  # one side constant
+        correlation = None
+    return {"tasks": len(pairs), "correlation": correlation,
+            "shared_sd_pct": 100 * statistics.pstdev([(x + y) / 2 for x, y in pairs]),
+            "own_sd_pct": 100 * statistics.pstdev([(x - y) / 2 for x, y in pairs])}
 
 
 def _fmt(row: dict[str, Any]) -> str:
@@ -381,6 +406,11 @@ def print_comparison(result: dict[str, Any]) -> None:
           f"{'-' if result['speedup_ratio_geomean'] is None else round(result['speedup_ratio_geomean'], 4)}; "
           f"within 1/2/5%: {'/'.join(str(v) for v in result['within_pct'].values())}; "
           f"median difference {result['median_abs_diff_pct']}%")
+    shift = result.get("task_shared_shift")
+    if shift:
+        corr = "-" if shift["correlation"] is None else f"{shift['correlation']:.2f}"
+        print(f"a task's jobs moved together: correlation {corr} over {shift['tasks']} tasks; shared sd "
+              f"{shift['shared_sd_pct']:.2f}%, own sd {shift['own_sd_pct']:.2f}%")
     for p in result["problems"]:
         print(f"  MISMATCH {p}")
     print("OK" if result["ok"] else "MISMATCH")
