@@ -123,12 +123,12 @@ def test_only_the_input_sets_timing_reuses_are_projected(rmsnorm):
 # ------------------------------------------------------------------------------------ cold path
 
 
-def _baseline_session(tmp_path):
+def _baseline_session(tmp_path, **options):
     from types import SimpleNamespace
 
     task = SimpleNamespace(sha256="f" * 64, baseline_source=None)
     return SimpleNamespace(task=task, resolved=SimpleNamespace(cache_dir=tmp_path), device_label="GPU X",
-                           versions={"torch": "t", "triton": "tr"})
+                           versions={"torch": "t", "triton": "tr"}, options=EvalOptions(**options))
 
 
 def _baseline_sets():
@@ -194,6 +194,23 @@ def test_a_row_the_cache_lacks_is_compiled_and_cached(tmp_path, monkeypatch):
     assert (got.eager_us, got.compile_us) == (50.0, 40.0)
     cached = baselines._read_cache(baselines._cache_file(session))
     assert cached[baselines._cache_key(session, config, "float16", True, "graph")]["compile_us"] == 40.0
+
+
+def test_without_cached_baselines_a_cached_row_is_measured_again(tmp_path, monkeypatch):
+    """A finalist's re-timing round: eager measured now, not the run's one cached measurement."""
+    from kernellab.evaluate import baselines
+    from kernellab.sandbox.timing_stats import TimingPlan
+
+    config = load_task("normalization/rmsnorm").configs[0]
+    monkeypatch.setattr(baselines, "_median_us", lambda *a, **k: 101.0)  # within the drift limit of 100
+    for cached, expected in ((True, 100.0), (False, 101.0)):
+        session = _baseline_session(tmp_path, cached_baselines=cached)
+        key = baselines._cache_key(session, config, "bfloat16", False, "events")
+        baselines._write_cache(baselines._cache_file(session), key,
+                               {"eager_us": 100.0, "compile_us": None, "baseline_us": None, "compile_note": None})
+        got = baselines.baseline_times(session, config, "bfloat16", False, _baseline_sets(), TimingPlan(), "events",
+                                       with_compile=False)
+        assert got.eager_us == expected
 
 
 def test_precision_probes_are_made_when_a_float32_check_fails(tmp_path):
