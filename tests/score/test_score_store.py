@@ -279,6 +279,9 @@ def test_events(store, run):
     assert [e.kind for e in events] == ["proposal", "revert"]
     assert events[0].payload == {"iteration": 1, "score": None}
     assert events[0].created <= events[1].created
+    store.record_event(job, "proposal", {"iteration": 2})
+    assert [e.payload.get("iteration") for e in store.events(job, "proposal")] == [1, 2]
+    assert store.events(job, "keep") == []
 
 
 def test_a_failed_transaction_leaves_nothing(store, run):

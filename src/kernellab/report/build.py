@@ -63,7 +63,7 @@ def retimed_finalists(store: Store, run_id: int) -> dict[tuple[str, str, int, st
     """Per job key, the last ``retime`` summary its campaign recorded (``run.scheduler``)."""
     out = {}
     for job in store.jobs(run_id):
-        entries = [e.payload for e in store.events(job) if e.kind == RETIME]
+        entries = [e.payload for e in store.events(job, RETIME)]
         if entries:
             out[(job.task_id, job.agent, job.seed, job.strategy)] = entries[-1]
     return out

@@ -355,7 +355,7 @@ def retime_finalists(store: Store, run: RunRecord, gpu: int, *, rounds: int = 3,
 
 def recorded_samples(store: Store, job_id: int) -> list[dict[str, Any]]:
     """The re-timing rounds ``job_id`` has already had, in order."""
-    return [e.payload for e in store.events(job_id) if e.kind == RETIME_SAMPLE]
+    return [e.payload for e in store.events(job_id, RETIME_SAMPLE)]
 
 
 def _rounds_left(order: list[Finalist], samples: dict[int, list[Any]]) -> list[Finalist]:

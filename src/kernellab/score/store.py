@@ -385,8 +385,13 @@ class Store:
                             (_id(job), now(), kind, dumps(dict(payload or {}))))
             return EventRecord.from_row(c.execute("SELECT * FROM events WHERE id = ?", (cur.lastrowid,)).fetchone())
 
-    def events(self, job: JobRecord | int) -> list[EventRecord]:
-        rows = self._conn.execute("SELECT * FROM events WHERE job_id = ? ORDER BY id", (_id(job),))
+    def events(self, job: JobRecord | int, kind: str | None = None) -> list[EventRecord]:
+        """A job's events in order; ``kind``: only those (a trajectory's payloads are not read for them)."""
+        if kind is None:
+            rows = self._conn.execute("SELECT * FROM events WHERE job_id = ? ORDER BY id", (_id(job),))
+        else:
+            rows = self._conn.execute("SELECT * FROM events WHERE job_id = ? AND kind = ? ORDER BY id",
+                                      (_id(job), kind))
         return [EventRecord.from_row(r) for r in rows]
 
     def integrity_check(self) -> str:
