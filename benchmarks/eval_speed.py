@@ -75,6 +75,12 @@ def _write_profile(profiler: cProfile.Profile, path: Path) -> None:
     path.write_text(text.getvalue())
 
 
+def _numbered(path: Path, n: int) -> Path:
+    """PROFILE.txt -> PROFILE_warm1.txt: one table per warm evaluation (the first after the session's
+    first evaluation has been slower than the others by seconds, in its load stage)."""
+    return path.with_name(f"{path.stem}_warm{n}{path.suffix}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--task", default="normalization/rmsnorm")
@@ -84,7 +90,8 @@ def main() -> None:
                         help="helper processes compiling ahead (default: the evaluator's own choice; 0: none)")
     parser.add_argument("--out", default="benchmarks/results/eval_speed.json")
     parser.add_argument("--profile", metavar="PATH",
-                        help="profile the last warm evaluation (judge side) with cProfile; write the table here")
+                        help="profile each warm evaluation (judge side) with cProfile: PATH's name with _warm1, "
+                             "_warm2... (with KERNELLAB_PROFILE_CHILD=DIR the children write theirs to DIR)")
     parser.add_argument("--skip-empty-cache", action="store_true",
                         help="skip the empty-cache cold run (it measures ceilings and every torch.compile "
                              "baseline); the warm session then fills the cache before the filled-cache cold run")
@@ -112,13 +119,13 @@ def main() -> None:
             shutil.copy(args.candidate, path)
             copies.append(path)
         for n, path in enumerate(copies):
-            profiler = cProfile.Profile() if args.profile and n == len(copies) - 1 else None
+            profiler = cProfile.Profile() if args.profile else None
             if profiler:
                 profiler.enable()
             verdict = session.evaluate(path)
             if profiler:
                 profiler.disable()
-                _write_profile(profiler, Path(args.profile))
+                _write_profile(profiler, _numbered(Path(args.profile), n + 1))
             warm.append({"status": verdict.status.value, "elapsed_s": round(verdict.elapsed_s, 2),
                          "compile_s": round(verdict.compile_seconds or 0, 2),
                          "evaluation_s": round(verdict.elapsed_s - (verdict.compile_seconds or 0), 2),

@@ -35,3 +35,24 @@ def test_a_server_started_without_waiting_serves_its_first_child(tmp_path):
             child.close()
     finally:
         server.close()
+
+
+def test_what_torch_writes_into_the_environment_starts_no_second_server_and_reaches_no_child(monkeypatch):
+    """Inductor sets TRITON_PTXAS_PATH in os.environ at its first compile (a torch.compile baseline);
+    the next candidate must find the same fork server and get the environment the judge started with."""
+    from kernellab.sandbox import forkserver
+
+    monkeypatch.delenv("TRITON_PTXAS_PATH", raising=False)
+    monkeypatch.setattr(forkserver, "_AT_START", {"TRITON_PTXAS_PATH": None})  # as if started without it
+    before = forkserver.server_env(interpret=True)
+    server = forkserver.shared_server(before, wait=False)
+    monkeypatch.setenv("TRITON_PTXAS_PATH", "/elsewhere/torch/bin/ptxas")
+    assert forkserver.server_env(interpret=True) == before
+    assert forkserver.shared_server(forkserver.server_env(interpret=True), wait=False) is server
+    assert "TRITON_PTXAS_PATH" not in forkserver.kept_env()
+    # Other kept variables still follow the judge's environment as it is now.
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "3")
+    assert forkserver.kept_env()["CUDA_VISIBLE_DEVICES"] == "3"
+    # A value the judge started with is what the children keep, whatever torch writes over it later.
+    monkeypatch.setattr(forkserver, "_AT_START", {"TRITON_PTXAS_PATH": "/usr/local/cuda/bin/ptxas"})
+    assert forkserver.kept_env()["TRITON_PTXAS_PATH"] == "/usr/local/cuda/bin/ptxas"

@@ -27,7 +27,7 @@ from kernellab.evaluate.ceilings import device_name
 from kernellab.evaluate.options import EvalOptions, Resolved, resolve
 from kernellab.evaluate.reference import Case, add_precision_probes, build_case, case_nbytes
 from kernellab.evaluate.verdict import Mode, Status, Verdict
-from kernellab.sandbox.forkserver import ENV_KEEP, ForkServer, server_env, shared_server
+from kernellab.sandbox.forkserver import ForkServer, kept_env, server_env, shared_server
 from kernellab.tasks.materialize import Problem, load_problem
 from kernellab.tasks.model import Config, Task, TaskError, Visibility
 
@@ -96,7 +96,7 @@ class EvalSession:
         return Mode.GPU if self.device == "cuda" else Mode.INTERPRET
 
     def child_env(self, child_dir: Path) -> dict[str, str]:
-        env = {k: os.environ[k] for k in ENV_KEEP if k in os.environ}
+        env = kept_env()
         env.update(HOME=str(child_dir), TMPDIR=str(child_dir), TRITON_CACHE_DIR=str(child_dir / "triton"),
                    TORCH_EXTENSIONS_DIR=str(child_dir / "torch_extensions"), PYTHONDONTWRITEBYTECODE="1")
         if self.resolved.interpret:

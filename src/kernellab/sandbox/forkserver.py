@@ -126,11 +126,31 @@ class ForkServer:
 
 _SHARED: dict[tuple, ForkServer] = {}
 
+# Variables torch itself writes into the judge's os.environ: Inductor points TRITON_PTXAS_PATH at
+# torch's own ptxas when it first compiles (a torch.compile baseline). Children see the value the judge
+# started with. Otherwise the candidates after the first baseline compile get another ptxas than the
+# ones before, and the fork server's environment changes: on an H100 the second evaluation of a
+# session waited 2.3 s for a second fork server to start.
+_WRITTEN_BY_TORCH = ("TRITON_PTXAS_PATH",)
+_AT_START = {k: os.environ.get(k) for k in _WRITTEN_BY_TORCH}
+
+
+def kept_env(extra: tuple[str, ...] = ()) -> dict[str, str]:
+    """What of the judge's environment a fork server and its children get (``ENV_KEEP`` and
+    ``extra``): the values now, except those torch writes itself, which keep the judge's first ones."""
+    keys = ENV_KEEP + extra
+    env = {k: os.environ[k] for k in keys if k in os.environ}
+    for key, value in _AT_START.items():
+        env.pop(key, None)
+        if value is not None and key in keys:
+            env[key] = value
+    return env
+
 
 def server_env(interpret: bool) -> dict[str, str]:
     """The fork server's environment: what the children keep of the judge's, and the interpreter flag
     (Triton reads it when imported, so the server is started with it)."""
-    env = {k: os.environ[k] for k in ENV_KEEP + ("PYTHONPATH",) if k in os.environ}
+    env = kept_env(("PYTHONPATH",))
     if interpret:
         env["TRITON_INTERPRET"] = "1"
     return env
