@@ -17,7 +17,7 @@ for step in $steps; do
   start=$(date +%s)
   case "$step" in
     corpus) timeout 420 python -m pytest -q -p no:cacheprovider -rf tests/adversarial/test_corpus.py ;;
-    timing) timeout 90 python benchmarks/timing_vs_do_bench.py --out "$RES/timing_vs_do_bench.json" ;;
+    timing) timeout 240 python benchmarks/timing_vs_do_bench.py --out "$RES/timing_vs_do_bench.json" ;;
     faults) timeout 120 python benchmarks/fault_isolation.py --out "$RES/fault_isolation.json" ;;
     speed) timeout 220 python benchmarks/eval_speed.py --skip-empty-cache --repeats 5 --profile "$RES/eval_profile.txt" --out "$RES/eval_speed.json" ;;
     speedcold) timeout 400 python benchmarks/eval_speed.py --out "$RES/eval_speed_cold.json" ;;
