@@ -4,8 +4,6 @@ and failing jobs; under the Triton interpreter each job takes seconds."""
 
 from __future__ import annotations
 
-import os
-import subprocess
 import sys
 from pathlib import Path
 
@@ -16,7 +14,7 @@ sys.path.insert(0, str(ROOT / "tests" / "agents"))
 
 from test_solve import GOOD, WRONG
 
-TASKS = ("elementwise/relu", "elementwise/squared_relu", "elementwise/leaky_relu")
+from campaign_cli import TASKS
 
 
 @pytest.fixture(scope="session")
@@ -38,15 +36,3 @@ def recorded_two(tmp_path_factory) -> Path:
     (folder / "iter_1.py").write_text(WRONG)
     (folder / "iter_2.py").write_text(GOOD)
     return root
-
-
-def kernellab(*args: str, **kwargs) -> subprocess.CompletedProcess:
-    env = {**os.environ, "CUDA_VISIBLE_DEVICES": ""}
-    return subprocess.run([sys.executable, "-m", "kernellab.cli.main", *args], capture_output=True, text=True,
-                          env=env, timeout=kwargs.pop("timeout", 600), check=False, **kwargs)
-
-
-def start_kernellab(*args: str) -> subprocess.Popen:
-    env = {**os.environ, "CUDA_VISIBLE_DEVICES": ""}
-    return subprocess.Popen([sys.executable, "-m", "kernellab.cli.main", *args], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, env=env)

@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import TASKS, kernellab, start_kernellab
+from campaign_cli import TASKS, kernellab, start_kernellab
 
 from kernellab.score.processes import process_alive
 from kernellab.score.store import Store

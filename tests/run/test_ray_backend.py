@@ -6,7 +6,7 @@ import importlib.util
 import json
 
 import pytest
-from conftest import kernellab
+from campaign_cli import kernellab
 
 from kernellab.run.backends import ray_backend
 from kernellab.run.campaign import CampaignError
