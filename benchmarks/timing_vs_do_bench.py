@@ -2,12 +2,14 @@
 
 For each kernel the same call is timed with ``choose_and_time`` (CUDA events with an L2 flush per
 call and rotating input sets; CUDA-graph replay below 10 µs) and with ``do_bench(fn, warmup=25,
-rep=100, return_mode="median")``, which also flushes the L2 (with a 256 MB write) before each call
-but always reads the same inputs, in ``--rounds`` rounds (default 4) over all kernels. Within a
-round each kernel is timed both ways back to back, ours first in odd rounds and do_bench first in
-even ones. An H100's clock moves a compute-bound kernel by several percent between moments (a 4096³
-matmul: 177 → 190 µs between two samples of one run), so the two timers are compared at the same
-moment: the ratio reported is the median over rounds of each round's ours / do_bench.
+rep=100, return_mode="median")``, which also flushes the L2 (with the same 256 MiB write as ours on
+an H100) before each call but always reads the same inputs, in ``--rounds`` rounds (default 8) over
+all kernels. Within a round each kernel is timed both ways back to back, ours first in odd rounds
+and do_bench first in even ones. An H100 runs a dense fp16 matmul at its power cap, and its clock
+then moves the kernel's time by 5-10% between moments (in both timers), so the two are compared at
+the same moment: the ratio reported is the median over rounds of each round's ours / do_bench.
+Where ``nvidia-smi`` is present, the SM clock, power and throttle reasons are sampled every 50 ms
+and summarised per kernel (``gpu_state``), which shows which kernels ran at the power cap.
 
 What to look for: the ratio ours / do_bench near 1 for kernels ≥ 50 µs (same method, same flush);
 run-to-run differences (ours, rounds 1 and 2) well under the 1% CI target; for the graph-timed
@@ -22,11 +24,16 @@ On a machine without CUDA it says so and exits 0.
 from __future__ import annotations
 
 import argparse
+import datetime
 import json
 import math
 import platform
+import shutil
 import statistics
+import subprocess
 import sys
+import tempfile
+import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -194,7 +201,7 @@ def measure(case: Case, l2_bytes: int) -> dict[str, Any]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--rounds", type=int, default=4, help="rounds over all kernels, each timing a kernel "
+    parser.add_argument("--rounds", type=int, default=8, help="rounds over all kernels, each timing a kernel "
                         "both ways back to back (at least 2: rounds 1 and 2 give the run-to-run difference)")
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT)
     args = parser.parse_args(argv)
@@ -203,22 +210,29 @@ def main(argv: list[str] | None = None) -> int:
     if not torch.cuda.is_available():
         print("timing_vs_do_bench: no CUDA device here; this benchmark needs a GPU. Nothing measured.")
         return 0
-    l2_bytes = flusher_for("cuda").nbytes // 2
+    flusher = flusher_for("cuda")
+    l2_bytes = flusher.l2_bytes
     all_cases = cases()
     prepared = [measure(c, l2_bytes) for c in all_cases]
     ours: list[list[dict[str, Any]]] = [[] for _ in prepared]
     bench: list[list[float]] = [[] for _ in prepared]
-    for r in range(args.rounds):
-        for k, prep in enumerate(prepared):
-            if r % 2 == 0:
-                ours[k].append(prep["run"]())
-                bench[k].append(prep["do_bench"]())
-            else:
-                bench[k].append(prep["do_bench"]())
-                ours[k].append(prep["run"]())
-    rows = [row(case, prep, runs, dbs) for case, prep, runs, dbs in zip(all_cases, prepared, ours, bench)]
+    windows: list[list[tuple[float, float]]] = [[] for _ in prepared]
+    with GpuStateLog() as gpu_log:
+        for r in range(args.rounds):
+            print(f"round {r + 1}/{args.rounds}", file=sys.stderr, flush=True)
+            for k, prep in enumerate(prepared):
+                began = time.time()
+                if r % 2 == 0:
+                    ours[k].append(prep["run"]())
+                    bench[k].append(prep["do_bench"]())
+                else:
+                    bench[k].append(prep["do_bench"]())
+                    ours[k].append(prep["run"]())
+                windows[k].append((began, time.time()))
+    rows = [row(case, prep, runs, dbs) | {"gpu_state": gpu_log.summary(spans)}
+            for case, prep, runs, dbs, spans in zip(all_cases, prepared, ours, bench, windows)]
     _print_table(rows)
-    doc = {"device": torch.cuda.get_device_name(), "l2_bytes": l2_bytes,
+    doc = {"device": torch.cuda.get_device_name(), "l2_bytes": l2_bytes, "flush_bytes": flusher.nbytes,
            "versions": {"python": platform.python_version(), "torch": torch.__version__,
                         "triton": triton.__version__},
            "plan": asdict(PLAN), "do_bench": {"warmup_ms": 25, "rep_ms": 100, "return_mode": "median"},
@@ -245,6 +259,51 @@ def row(case: Case, prep: dict[str, Any], runs: list[dict[str, Any]], dbs: list[
             "do_bench_spread_pct": (max(dbs) / min(dbs) - 1) * 100}
 
 
+class GpuStateLog:
+    """``nvidia-smi`` sampling the SM clock, power and throttle reasons every 50 ms in the background.
+
+    Only read, never set: the card is measured as found. Without ``nvidia-smi`` it records nothing."""
+
+    QUERY = "timestamp,clocks.sm,power.draw,clocks_throttle_reasons.active"
+    SW_POWER_CAP = 0x4  # nvmlClocksThrottleReasonSwPowerCap
+
+    def __enter__(self) -> GpuStateLog:
+        self.file = tempfile.NamedTemporaryFile("w+", suffix=".csv")
+        exe = shutil.which("nvidia-smi")
+        self.proc = None if exe is None else subprocess.Popen(
+            [exe, f"--query-gpu={self.QUERY}", "--format=csv,noheader,nounits", "-lms", "50"],
+            stdout=self.file, stderr=subprocess.DEVNULL)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.proc is not None:
+            self.proc.terminate()
+            self.proc.wait()
+        self.file.seek(0)
+        self.samples = [s for s in map(self._parse, self.file.read().splitlines()) if s is not None]
+        self.file.close()
+
+    @staticmethod
+    def _parse(line: str) -> tuple[float, float, float, int] | None:
+        try:
+            stamp, sm, watts, reasons = (p.strip() for p in line.split(","))
+            when = datetime.datetime.strptime(stamp, "%Y/%m/%d %H:%M:%S.%f").timestamp()  # local time
+            return when, float(sm), float(watts), int(reasons, 16)
+        except ValueError:  # a header, a partial last line, or "[N/A]"
+            return None
+
+    def summary(self, spans: list[tuple[float, float]]) -> dict[str, Any] | None:
+        """Clock and power over the samples taken while one kernel was being timed (both ways)."""
+        inside = [s for s in self.samples if any(a <= s[0] <= b for a, b in spans)]
+        if not inside:
+            return None
+        clocks, watts = [s[1] for s in inside], [s[2] for s in inside]
+        return {"samples": len(inside), "sm_mhz_min": min(clocks), "sm_mhz_median": statistics.median(clocks),
+                "sm_mhz_max": max(clocks), "power_w_median": statistics.median(watts),
+                "power_w_max": max(watts),
+                "power_capped_share": sum(bool(s[3] & self.SW_POWER_CAP) for s in inside) / len(inside)}
+
+
 def _print_table(rows: list[dict[str, Any]]) -> None:
     head = (f"{'kernel':<16} {'shape':<11} {'method':<6} {'K':>4} {'sets':>4} {'run1 µs':>9} "
             f"{'±CI%':>5} {'run2 µs':>9} {'±CI%':>5} {'do_bench µs':>11} {'ratio':>6} {'r2r %':>6} "
@@ -259,6 +318,12 @@ def _print_table(rows: list[dict[str, Any]]) -> None:
               f"{r2['median_us']:>9.2f} {r2['half_width_pct']:>5.2f} {r['do_bench_us']:>11.2f} "
               f"{r['ratio_vs_do_bench']:>6.3f} {r['run_to_run_pct']:>6.2f} "
               f"{r['ours_spread_pct']:>7.2f}/{r['do_bench_spread_pct']:<8.2f}")
+    states = [(r, r["gpu_state"]) for r in rows if r.get("gpu_state")]
+    if states:
+        print(f"\n{'kernel':<16} {'shape':<11} {'SM MHz min/median':>17} {'W median/max':>13} {'power-capped':>12}")
+        for r, g in states:
+            print(f"{r['kernel']:<16} {r['shape']:<11} {g['sm_mhz_min']:>8.0f}/{g['sm_mhz_median']:<8.0f} "
+                  f"{g['power_w_median']:>6.0f}/{g['power_w_max']:<6.0f} {g['power_capped_share']:>11.0%}")
 
 
 if __name__ == "__main__":

@@ -179,7 +179,7 @@ def test_time_calls_on_a_real_kernel_reaches_a_tight_ci():
 def test_graph_mode_on_a_tiny_kernel_and_outputs_are_checkable():
     from kernellab.sandbox.clock import choose_and_time, flusher_for
 
-    l2 = flusher_for("cuda").nbytes // 2
+    l2 = flusher_for("cuda").l2_bytes
     numel = 1 << 16  # 256 KiB per set: a few µs
     n_sets = max(2, math.ceil(2 * l2 / (numel * 4)) + 1)
     xs, outs, call = _scale_sets(numel, n_sets)
@@ -262,6 +262,41 @@ def test_choose_and_time_falls_back_to_events_when_capture_fails():
     torch.randn(4, device="cuda")
     assert torch.cuda.current_stream() == torch.cuda.default_stream()
     assert choose_and_time(lambda i: x * 2, 1, plan, method="graph").method == "graph"
+
+
+@gpu_test
+def test_the_flush_evicts_the_l2_and_writes_what_do_bench_writes():
+    import triton
+
+    from kernellab.sandbox.clock import flusher_for
+
+    flusher = flusher_for("cuda")
+    assert flusher.l2_bytes == torch.cuda.get_device_properties(0).L2_cache_size
+    theirs = triton.runtime.driver.active.get_empty_cache_for_benchmark()
+    assert flusher.nbytes >= max(2 * flusher.l2_bytes, theirs.numel() * theirs.element_size())
+    assert flusher.buf.numel() * flusher.buf.element_size() == flusher.nbytes
+
+
+@gpu_test
+def test_a_warm_up_after_a_quick_measurement_makes_up_only_the_rest():
+    from kernellab.sandbox.clock import _warm_up
+
+    device = torch.device("cuda", torch.cuda.current_device())
+    x = torch.randn(1 << 20, device="cuda")
+    seen: list[int] = []
+
+    def launch(j: int):
+        seen.append(j)
+        return x * 2
+
+    _warm_up(launch, 0.0, None, device, first_call=False)
+    assert seen == [0]  # no compile call, one launch to measure
+    seen.clear()
+    _warm_up(launch, 0.0, None, device)
+    assert seen == [0, 0]  # the first launch (which may compile), then the measured one
+    seen.clear()
+    _warm_up(launch, 20.0, None, device, first_call=False)
+    assert len(seen) > 1
 
 
 @gpu_test

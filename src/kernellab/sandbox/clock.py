@@ -24,6 +24,7 @@ import torch
 from kernellab.sandbox.timing_stats import (  # noqa: F401 - re-exported for callers of the clock
     _CALIBRATION_CYCLES,
     _FALLBACK_L2_BYTES,
+    _FLUSH_MIN_BYTES,
     After,
     _SPACER_EXTRA_US,
     _SPACER_MARGIN,
@@ -62,19 +63,20 @@ def _resolve_device(device: Any):
 
 
 class L2Flusher:
-    """A buffer of twice the device's L2 cache; ``flush()`` writes all of it.
+    """A buffer of twice the device's L2 cache, and at least 256 MiB; ``flush()`` writes all of it.
 
     Writing more than the L2 holds evicts every line the timed call could otherwise find cached
-    (its own inputs from the previous call, above all). ``triton.testing.do_bench`` does the same
-    with a fixed 256 MB buffer; sizing from the device keeps the flush short on small-L2 parts.
+    (its own inputs from the previous call, above all). Twice the L2 would do for that; the 256 MiB
+    floor is ``triton.testing.do_bench``'s buffer, which keeps power-capped kernels comparable with
+    the numbers it gives (see ``timing_stats._FLUSH_MIN_BYTES``).
     """
 
     def __init__(self, device: Any = None) -> None:
         _require_cuda()
         self.device = _resolve_device(device)
         props = torch.cuda.get_device_properties(self.device)
-        l2 = int(getattr(props, "L2_cache_size", 0) or 0) or _FALLBACK_L2_BYTES
-        self.nbytes = 2 * l2
+        self.l2_bytes = int(getattr(props, "L2_cache_size", 0) or 0) or _FALLBACK_L2_BYTES
+        self.nbytes = max(2 * self.l2_bytes, _FLUSH_MIN_BYTES)
         self.buf = torch.empty(self.nbytes // 4, dtype=torch.int32, device=self.device)
 
     def flush(self) -> None:
@@ -130,16 +132,19 @@ class _Spacer:
             self.sleep(int(min(us, _SPACER_MAX_US) * self._cycles_per_us[self.device.index]))
 
 
-def _warm_up(launch: Callable[[int], Any], plan: TimingPlan, flusher, device) -> tuple[float, float]:
-    """Run the first launch (may compile), then launches for ``warmup_ms``.
+def _warm_up(launch: Callable[[int], Any], warmup_ms: float, flusher, device,
+             first_call: bool = True) -> tuple[float, float]:
+    """Run the first launch (may compile; skipped if ``first_call`` is false), then launches for
+    ``warmup_ms``, and always at least one.
 
     Returns (device µs, host µs) per launch including the flush: the first sizes batches, the second
     the spacer. Launches go in doubling chunks, each followed by a synchronisation, so the wall
     clock that ends the warm-up measures device work, not how fast the host queues launches.
     """
     _require_cuda()
-    launch(0)
-    _synchronize(device)
+    if first_call:
+        launch(0)
+        _synchronize(device)
     start = _perf_counter()
     chunk, done = 1, 0
     while True:
@@ -152,14 +157,17 @@ def _warm_up(launch: Callable[[int], Any], plan: TimingPlan, flusher, device) ->
         t_queued = _perf_counter()
         _synchronize(device)
         t_done = _perf_counter()
-        if (t_done - start) * 1e3 >= plan.warmup_ms or chunk >= 1024:
+        if (t_done - start) * 1e3 >= warmup_ms or chunk >= 1024:
             return (t_done - t0) * 1e6 / chunk, (t_queued - t0) * 1e6 / chunk
         chunk *= 2
 
 
 def _timed_loop(launch: Callable[[int], Any], calls_per_sample: int, method: str, plan: TimingPlan,
-                flusher, stream, device, after: After | None = None) -> EventTimes:
+                flusher, stream, device, after: After | None = None, warmed_ms: float = 0.0) -> EventTimes:
     """Warm up, then time ``launch(j)`` in batches until ``should_stop``; shared by both methods.
+
+    ``warmed_ms`` is how long the same launches have just been running (a quick measurement): the
+    warm-up then skips the first launch and makes up only the rest of ``plan.warmup_ms``.
 
     Each iteration is [spacer] flush [start] launch [end] [hook], with events between the parts so
     that each part's device time is known. Without a hook the spacer is issued once per batch; with
@@ -167,7 +175,8 @@ def _timed_loop(launch: Callable[[int], Any], calls_per_sample: int, method: str
     after every call, so the spacer is issued before every call instead.
     """
     _require_cuda()
-    device_us, host_us = _warm_up(launch, plan, flusher, device)
+    device_us, host_us = _warm_up(launch, plan.warmup_ms - warmed_ms, flusher, device,
+                                  first_call=warmed_ms <= 0)
     spacer = _Spacer(device)
     size = batch_size(device_us)
     events = [tuple(torch.cuda.Event(enable_timing=True) for _ in range(5)) for _ in range(size)]
@@ -240,7 +249,7 @@ def _hook_idle_us(after: After, last: tuple[int, Any] | None, device) -> float:
 
 
 def time_calls(call: Callable[[int], Any], n_sets: int, plan: TimingPlan, *,
-               stream: Any = None, after: After | None = None) -> EventTimes:
+               stream: Any = None, after: After | None = None, warmed_ms: float = 0.0) -> EventTimes:
     """Time ``call(i % n_sets)`` one call at a time with CUDA events on the launch stream.
 
     ``stream`` is the stream the call launches on (default: the current stream); the call runs with
@@ -249,7 +258,7 @@ def time_calls(call: Callable[[int], Any], n_sets: int, plan: TimingPlan, *,
     set index and what it returned, outside the timed events: the child fingerprints the outputs of
     timed calls there, so a call that behaves differently when timed is caught. It is then called
     ``_HOOK_PROBES`` more times on the last call's outputs with the device idle, to measure its own
-    host cost (``EventTimes.hook_idle_us``).
+    host cost (``EventTimes.hook_idle_us``). ``warmed_ms``: see ``_timed_loop``.
     """
     if n_sets < 1:
         raise ValueError("n_sets must be at least 1")
@@ -260,7 +269,7 @@ def time_calls(call: Callable[[int], Any], n_sets: int, plan: TimingPlan, *,
     with torch.cuda.device(device), torch.cuda.stream(stream):
         hook = None if after is None else (lambda j, out: after(j % n_sets, out))
         return _timed_loop(lambda j: call(j % n_sets), 1, "events", plan, flusher, stream, device,
-                           hook)
+                           hook, warmed_ms)
 
 
 def time_graph(call: Callable[[int], Any], n_sets: int, plan: TimingPlan, *,
@@ -361,21 +370,26 @@ def choose_and_time(call: Callable[[int], Any], n_sets: int, plan: TimingPlan, *
     A graph that cannot be captured is not an error of the call being timed (many correct kernels
     synchronise or allocate in ways capture forbids): it is logged and the call is timed with events.
     The method used is recorded in the result. ``after`` goes to the measurement that is reported
-    (see ``time_calls`` and ``time_graph``), not to the quick one.
+    (see ``time_calls`` and ``time_graph``), not to the quick one. When the quick measurement chose
+    events, the events measurement counts it as part of its warm-up.
     """
     _require_cuda()
     if method is not None and method not in METHODS:
         raise ValueError(f"method must be one of {METHODS}, not {method!r}")
+    warmed_ms = 0.0
     if method is None:
+        started = _perf_counter()
         quick = time_calls(call, n_sets, quick_plan(plan), stream=stream)
         method = "graph" if float(np.median(quick.samples_us)) < plan.graph_threshold_us else "events"
+        warmed_ms = (_perf_counter() - started) * 1e3
     if method == "graph":
         try:
             return time_graph(call, n_sets, plan, stream=stream, after=after)
         except Exception as exc:  # capture refused: fall back to events
             log.info("graph capture failed (%s: %s); timing with events", type(exc).__name__, exc)
             _synchronize()
-    return time_calls(call, n_sets, plan, stream=stream, after=after)
+            warmed_ms = 0.0
+    return time_calls(call, n_sets, plan, stream=stream, after=after, warmed_ms=warmed_ms)
 
 
 def peak_memory(call: Callable[..., Any], args: Sequence[Any], *, device: Any = None) -> int:
