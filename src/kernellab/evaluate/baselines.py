@@ -1,8 +1,8 @@
 """Baselines timed by the judge: eager PyTorch, ``torch.compile(dynamic=False)``, the task's baseline kernel.
 
 They are timed on the same GPU, the same input sets and with the same method as the candidate, and
-cached per (task hash, config, dtype, phase, device, versions), because a compile baseline costs
-seconds to tens of seconds and does not change between candidates. Eager is re-timed briefly as a
+cached per (task hash, config, dtype, phase, device, versions, ``timing_stats.METHOD_VERSION``),
+because a compile baseline costs seconds to tens of seconds and does not change between candidates. Eager is re-timed briefly as a
 drift check, on the first timing row of each evaluation and then on every row once one drifted:
 when it moved more than ``DRIFT_PCT`` from the cached value, that row's baselines are measured again.
 One check per evaluation catches what drift is about (clocks, power state, another process on the
@@ -27,7 +27,7 @@ import torch
 
 from kernellab.evaluate.reference import PARAM_SEED, Case
 from kernellab.sandbox.clock import choose_and_time
-from kernellab.sandbox.timing_stats import TimingPlan, summarize
+from kernellab.sandbox.timing_stats import METHOD_VERSION, TimingPlan, summarize
 from kernellab.tasks.materialize import build_model, cast_model, copy_matching_state, flatten_outputs
 from kernellab.tasks.model import Config
 from kernellab.tasks.module import build_module
@@ -53,7 +53,7 @@ def _cache_file(session) -> Path:
 def _cache_key(session, config: Config, dtype: str, backward: bool, method: str) -> str:
     v = session.versions
     return "|".join([session.task.sha256[:16], config.label, dtype, "fwd+bwd" if backward else "fwd", method,
-                     session.device_label, v["torch"], v["triton"]])
+                     session.device_label, v["torch"], v["triton"], f"timing{METHOD_VERSION}"])
 
 
 def _read_cache(path: Path) -> dict[str, Any]:
