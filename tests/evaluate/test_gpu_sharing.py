@@ -162,5 +162,8 @@ def test_evaluations_leave_no_device_memory_behind():
             assert verdict.status is Status.PASSED, verdict.error
             left.append(left_over(session))
     first, second = left
-    assert second - before < 256 << 20, f"{(second - before) / 2**20:.0f} MiB still allocated"
+    from kernellab.sandbox.clock import flusher_for
+
+    kept = flusher_for("cuda").nbytes  # the judge's L2 flush buffer (256 MiB), kept for the process
+    assert second - before < kept + (160 << 20), f"{(second - before) / 2**20:.0f} MiB still allocated"
     assert second <= first + (16 << 20)
