@@ -123,22 +123,6 @@ def test_spacer_covers_how_far_the_host_falls_behind_the_device():
         assert spacer_us(host, busy, n) >= host + (n - 1) * max(0.0, host - busy)
 
 
-def test_fingerprints_read_back_in_one_go_equal_the_judges():
-    from kernellab.sandbox.evidence import fingerprint, queue_fingerprint, read_fingerprints
-
-    gen = torch.Generator().manual_seed(3)
-    weights = torch.randn(1000, dtype=torch.float64, generator=gen)
-    outputs = [torch.randn(37, 11, generator=gen), torch.tensor([float("nan"), float("inf")]),
-               torch.empty(0), "not a tensor", torch.randn(5000, generator=gen).half()]
-    queued = [[queue_fingerprint(t, weights) for t in outputs[:3]], [queue_fingerprint(t, weights)
-                                                                    for t in outputs[3:]]]
-    got = read_fingerprints(queued)
-    want = [[fingerprint(t, weights) for t in outputs[:3]], [fingerprint(t, weights) for t in outputs[3:]]]
-    assert got[0] == want[0] and got[1][1] == want[1][1]  # bit for bit
-    assert math.isnan(got[1][0]) and math.isnan(want[1][0])
-    assert read_fingerprints([[None], []]) == [[pytest.approx(float("nan"), nan_ok=True)], []]
-
-
 def test_event_times_round_trip_and_validation():
     et = EventTimes((1.0, 2.0, 3.0), "graph", 0.5, 30.0, 64, "ci", spacer_s=0.1, hook_s=0.05)
     assert et.calls == 192
@@ -229,33 +213,32 @@ def test_graph_mode_on_a_tiny_kernel_and_outputs_are_checkable():
 
 @gpu_test
 def test_after_hook_sees_every_timed_call_outside_the_events():
-    from kernellab.sandbox.clock import choose_and_time, time_calls
+    from kernellab.sandbox.clock import _HOOK_PROBES, choose_and_time, time_calls
 
     xs = [torch.randn(1 << 22, device="cuda") for _ in range(3)]  # 16 MiB: ~15 µs, events
-    seen: list[tuple[int, torch.Tensor]] = []
+    seen: list[tuple[int, float]] = []
 
     def fingerprint(i: int, out: torch.Tensor) -> None:
-        seen.append((i, out.sum()))  # queued, read after the timing, like the child's fingerprints
+        seen.append((i, float(out.sum())))  # synchronises, like the child's fingerprints
 
     plan = TimingPlan(warmup_ms=5, min_samples=30, max_samples=60, budget_s=3.0)
     plain = time_calls(lambda i: xs[i] * 2, 3, plan)
     et = time_calls(lambda i: xs[i] * 2, 3, plan, after=fingerprint)
-    assert len(seen) == et.calls  # every timed call, none of the warm-up ones
+    # every timed call, then a few more on the last call's outputs that measure the hook's host cost
+    assert len(seen) == et.calls + _HOOK_PROBES
+    assert len({i for i, _ in seen[-_HOOK_PROBES - 1:]}) == 1 and et.hook_idle_us > 0
     for i, value in seen:
-        assert float(value) == pytest.approx(float(xs[i].sum()) * 2, rel=1e-3)
+        assert value == pytest.approx(float(xs[i].sum()) * 2, rel=1e-3)
     assert et.hook_s > 0 and et.spacer_s > 0
     # the hook's work is outside the events: the median does not move by more than noise
     assert et.summary().median < plain.summary().median * 1.3 + 2.0
-    # and it keeps the device busy: with the flush, a call here takes the device longer than the
-    # host needs to queue it, so after the first batch the spacers are short
-    assert et.spacer_s < 0.25 * et.wall_s, (et.spacer_s, et.wall_s)
 
     small = [torch.randn(1 << 14, device="cuda") for _ in range(4)]
     seen.clear()
     g = choose_and_time(lambda i: small[i] * 2, 4, plan, method="graph", after=fingerprint)
     assert g.method == "graph" and len(seen) == g.calls_per_sample
     for i, value in seen:
-        assert float(value) == pytest.approx(float(small[i].sum()) * 2, rel=1e-3)
+        assert value == pytest.approx(float(small[i].sum()) * 2, rel=1e-3)
 
 
 @gpu_test

@@ -27,8 +27,8 @@ import torch
 
 from kernellab.sandbox import clock  # binds the timers before any candidate code can patch them
 from kernellab.sandbox.channel import Channel, ChannelClosed, ProtocolError
-from kernellab.sandbox.evidence import (OpLog, kernel_records, mark_launch_stream, poison_fill,
-                                        queue_fingerprint, read_fingerprints, track_interpreter_launches)
+from kernellab.sandbox.evidence import (OpLog, fingerprint, kernel_records, mark_launch_stream, poison_fill,
+                                        track_interpreter_launches)
 from kernellab.tasks.materialize import (build_model, cast_model, copy_matching_state, flatten_outputs,
                                          forward_input_names, module_init_inputs, module_inputs)
 from kernellab.tasks.module import build_module
@@ -246,8 +246,7 @@ class Harness:
         """Time calls rotating over ``input_sets``; every call's outputs are fingerprinted afterwards."""
         model = self.models[key]
         self.received.add((input_sets, weights, backward["grad_outputs"] if backward else None), keep=True)
-        indices: list[int] = []
-        queued: list[list[torch.Tensor | None]] = []
+        fingerprints: list[tuple[int, list[float]]] = []
 
         def call(i: int) -> Any:
             args = input_sets[i]
@@ -260,15 +259,14 @@ class Harness:
             return torch.autograd.grad(flat, wrt, backward["grad_outputs"][i], allow_unused=True)
 
         def after(i: int, outputs: Any) -> None:
-            indices.append(i)
-            queued.append([queue_fingerprint(t, weights) for t in flatten_outputs(outputs)])
+            fingerprints.append((i, [fingerprint(t, weights) for t in flatten_outputs(outputs)]))
 
         if backward is not None:
             for j in backward["wrt"]:
                 for args in input_sets:
                     args[j].requires_grad_(True)
         times = clock.choose_and_time(call, len(input_sets), clock.TimingPlan(**plan), after=after)
-        values = list(zip(indices, read_fingerprints(queued)))
+        values = [(i, [float(f) for f in fps]) for i, fps in fingerprints]
         peak = clock.peak_memory(call, [0]) if self.device == "cuda" else None
         return {"times": times.to_dict(), "fingerprints": values, "peak_mem_bytes": peak,
                 "threads": _thread_count() - self.base_threads}

@@ -168,11 +168,11 @@ def _timed_loop(launch: Callable[[int], Any], calls_per_sample: int, method: str
     ``warmed_ms`` is how long the same launches have just been running (a quick measurement): the
     warm-up then skips the first launch and makes up only the rest of ``plan.warmup_ms``.
 
-    Each iteration is flush [start] launch [end] [hook], with events between the parts so that each
-    part's device time is known, and a spacer before the first iteration of each batch. The hook
-    (``after(j, outputs)``) only queues device work, so a batch with a hook keeps the device as busy
-    as one without: candidate and baseline run at the same duty cycle, which decides the clock of a
-    power-capped kernel (see ``timing_stats._FLUSH_MIN_BYTES``).
+    Each iteration is [spacer] flush [start] launch [end] [hook], with events between the parts so
+    that each part's device time is known. Without a hook the spacer is issued once per batch, sized
+    by ``spacer_us`` from the last batch's device and host times; with one (``after(j, outputs)``,
+    which may synchronise, e.g. to read a fingerprint) the device drains after every call, so the
+    spacer is issued before every call instead.
     """
     _require_cuda()
     device_us, host_us = _warm_up(launch, plan.warmup_ms - warmed_ms, flusher, device,
@@ -182,17 +182,20 @@ def _timed_loop(launch: Callable[[int], Any], calls_per_sample: int, method: str
     events = [tuple(torch.cuda.Event(enable_timing=True) for _ in range(5)) for _ in range(size)]
     samples: list[float] = []
     flushes: list[float] = []
+    last: tuple[int, Any] | None = None
     wall_s = spacer_s = hook_s = 0.0
-    busy_us: float | None = None  # device µs per iteration (flush, call, hook) of the last batch
+    busy_us: float | None = None  # device µs per iteration (flush and call) in the last batch
     j = 0
     begin = _perf_counter()
     while True:
         todo = min(size, plan.max_samples - len(samples))
         t0 = _perf_counter()
         for n, (held, before, start, end, done) in enumerate(events[:todo]):
-            if n == 0:
+            t_iter = _perf_counter()
+            if after is not None or n == 0:
                 held.record(stream)
-                spacer.hold(spacer_us(host_us, busy_us, todo))
+                spacer.hold(spacer_us(host_us, None, 1) if after is not None
+                            else spacer_us(host_us, busy_us, todo))
             before.record(stream)
             if flusher is not None:
                 flusher.flush()
@@ -200,33 +203,54 @@ def _timed_loop(launch: Callable[[int], Any], calls_per_sample: int, method: str
             out = launch(j)
             end.record(stream)
             if after is not None:
+                host_us = (_perf_counter() - t_iter) * 1e6
                 after(j, out)
-            done.record(stream)
+                done.record(stream)
+                last = (j, out)
             del out
             j += 1
-        host_us = (_perf_counter() - t0) * 1e6 / todo
+        if after is None:
+            host_us = (_perf_counter() - t0) * 1e6 / todo
         _synchronize(device)
         wall_s += _perf_counter() - t0
-        batch_busy_ms = 0.0
+        busy_ms = 0.0
         for n, (held, before, start, end, done) in enumerate(events[:todo]):
-            call_ms, hook_ms = _elapsed_ms(start, end), _elapsed_ms(end, done)
+            call_ms, flush_ms = _elapsed_ms(start, end), _elapsed_ms(before, start)
             samples.append(call_ms * 1e3 / calls_per_sample)
-            flush_ms = _elapsed_ms(before, start)
+            busy_ms += call_ms + flush_ms
             if flusher is not None:
                 flushes.append(flush_ms * 1e3)
-            if n == 0:
+            if after is not None or n == 0:
                 spacer_s += _elapsed_ms(held, before) / 1e3
             if after is not None:
-                hook_s += hook_ms / 1e3
-            batch_busy_ms += flush_ms + call_ms + hook_ms
-        busy_us = batch_busy_ms * 1e3 / todo
+                hook_s += _elapsed_ms(end, done) / 1e3
+        busy_us = busy_ms * 1e3 / todo
         reason = should_stop(samples, plan, _perf_counter() - begin)
         if reason:
             break
+    hook_idle_us = _hook_idle_us(after, last, device) if after is not None else 0.0
     log.debug("%s: %d samples of %d calls, stop=%s, wall %.3fs (spacer %.3fs, hook %.3fs)", method,
               len(samples), calls_per_sample, reason, wall_s, spacer_s, hook_s)
     return EventTimes(tuple(samples), method, wall_s, float(np.median(flushes)) if flushes else 0.0,
-                      calls_per_sample, reason, spacer_s, hook_s, size)
+                      calls_per_sample, reason, spacer_s, hook_s, hook_idle_us, size)
+
+
+_HOOK_PROBES = 3
+
+
+def _hook_idle_us(after: After, last: tuple[int, Any] | None, device) -> float:
+    """Host µs of the hook on the last timed call's outputs with nothing else queued.
+
+    The judge compares the events with the host time per call; the hook's own host work (a
+    fingerprint is several small ops and a read back) is not call time and is taken out."""
+    if last is None:
+        return 0.0
+    _synchronize(device)
+    started = _perf_counter()
+    for _ in range(_HOOK_PROBES):
+        after(*last)
+    _synchronize(device)
+    return (_perf_counter() - started) * 1e6 / _HOOK_PROBES
 
 
 def time_calls(call: Callable[[int], Any], n_sets: int, plan: TimingPlan, *,
@@ -237,9 +261,9 @@ def time_calls(call: Callable[[int], Any], n_sets: int, plan: TimingPlan, *,
     it made current. The L2 flush, when planned, runs before each call's start event.
     ``after(i, outputs)``, if given, is called after every timed call (not the warm-up ones) with its
     set index and what it returned, outside the timed events: the child fingerprints the outputs of
-    timed calls there, so a call that behaves differently when timed is caught. The hook must only
-    queue work on the stream (no read back, no synchronisation): what it computes is read once the
-    timing is done. ``warmed_ms``: see ``_timed_loop``.
+    timed calls there, so a call that behaves differently when timed is caught. It is then called
+    ``_HOOK_PROBES`` more times on the last call's outputs with the device idle, to measure its own
+    host cost (``EventTimes.hook_idle_us``). ``warmed_ms``: see ``_timed_loop``.
     """
     if n_sets < 1:
         raise ValueError("n_sets must be at least 1")

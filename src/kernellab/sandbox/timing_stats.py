@@ -74,8 +74,7 @@ METHODS = ("events", "graph")
 # Raised with every change to the method that can move a measured time (flush size, spacer, loop):
 # cached baseline times are keyed by it, so times taken by an older method are not compared with new.
 METHOD_VERSION = 2
-# ``after(i, outputs)``: called with each timed call's set index and outputs, outside the events; it
-# only queues device work (no read back), so the device stays busy through a batch.
+# ``after(i, outputs)``: called with each timed call's set index and outputs, outside the events.
 After = Callable[[int, Any], None]
 
 
@@ -137,6 +136,7 @@ class EventTimes:
     stop_reason: str  # "ci" | "max_samples" | "budget"
     spacer_s: float = 0.0
     hook_s: float = 0.0
+    hook_idle_us: float = 0.0  # host µs of one ``after`` hook on an idle device (it synchronises)
     batch: int = 0  # samples per batch (one synchronisation each); 0: not recorded
 
     @property
@@ -149,7 +149,9 @@ class EventTimes:
         if not self.samples_us:
             return math.nan
         busy_s = self.wall_s - self.spacer_s - self.hook_s
-        return busy_s * 1e6 / self.calls - self.flush_us / self.calls_per_sample
+        # The hook's host work (small torch ops and a synchronising read) is not in its device time.
+        hook_host_us = max(0.0, self.hook_idle_us - self.hook_s * 1e6 / self.calls)
+        return busy_s * 1e6 / self.calls - self.flush_us / self.calls_per_sample - hook_host_us
 
     def summary(self, *, seed: int = 0) -> SampleStats:
         return summarize(self.samples_us, seed=seed)
@@ -168,7 +170,8 @@ class EventTimes:
         samples = tuple(float(x) for x in d["samples_us"])
         if not samples or not all(math.isfinite(x) and x >= 0 for x in samples):
             raise ValueError("timing samples must be a non-empty list of finite non-negative numbers")
-        numbers = {k: float(d.get(k, 0.0)) for k in ("wall_s", "flush_us", "spacer_s", "hook_s")}
+        numbers = {k: float(d.get(k, 0.0)) for k in ("wall_s", "flush_us", "spacer_s", "hook_s",
+                                                        "hook_idle_us")}
         if not all(math.isfinite(v) and v >= 0 for v in numbers.values()):
             raise ValueError("timing totals must be finite non-negative numbers")
         per_sample, batch = int(d["calls_per_sample"]), int(d.get("batch", 0))
@@ -210,15 +213,16 @@ def summarize(samples_us: Sequence[float], *, seed: int = 0, resamples: int = 20
 
 
 def spacer_us(host_us: float, busy_us: float | None, calls: int) -> float:
-    """How long to hold the stream before a batch of ``calls`` iterations, so no call waits for its launch.
+    """How long to hold the stream before ``calls`` iterations, so that no call waits for its launch.
 
     The host queues iteration i by about (i + 1)·h (h: host µs per iteration); the device, held for
-    H, would start it at H + i·d (d: device µs per iteration: flush, call, hook). No call waits if
+    H, would start it at H + i·d (d: device µs per iteration: flush and call). No call waits if
     H ≥ h + (calls − 1)·max(0, h − d). h is taken ``_SPACER_MARGIN`` times longer and d that much
     shorter than measured (d comes from the previous batch's events; ``None`` before the first
     batch, which is then covered as if the device took no time at all). A call that keeps the device
-    busier than the host gets a short spacer, so the device runs the batch back to back as
-    ``do_bench`` does, not idling for a spacer sized for a slow host.
+    busier than the host needs to queue it gets a short spacer, so the device runs the batch back to
+    back, as ``do_bench`` does, instead of idling for a spacer sized for a slow host: a power-capped
+    kernel's clock follows that idle share.
     """
     h = _SPACER_MARGIN * host_us
     d = 0.0 if busy_us is None else busy_us / _SPACER_MARGIN
