@@ -4,8 +4,8 @@ They are timed on the same GPU, the same input sets and with the same method as 
 cached per (task hash, config, dtype, phase, device, versions, ``timing_stats.METHOD_VERSION``),
 because a compile baseline costs seconds to tens of seconds and does not change between candidates.
 Eager is re-timed briefly as a drift check, on the first timing row of each evaluation and then on
-every row once one drifted:
-when it moved more than ``DRIFT_PCT`` from the cached value, that row's baselines are measured again.
+every row once one drifted: when it moved more than ``DRIFT_PCT`` from the cached value, that row's
+baselines are measured again.
 One check per evaluation catches what drift is about (clocks, power state, another process on the
 GPU, a cache from another day) without re-timing eager 36 times per candidate.
 ``EvalOptions.cached_baselines=False`` times every row afresh (a finalist's re-timing rounds).
