@@ -2,6 +2,7 @@
 # The verifier's GPU evidence in one go: GPU tests, the adversarial corpus on the GPU, and the
 # benchmarks. Logs and JSON go to $OUT (default benchmarks/results). Usage:
 #   bash benchmarks/device_run.sh [corpus|timing|faults|speed|speedcold|units|repeat]...   (default: all but speedcold)
+#   the timing comparison with the 2 x L2 flush of earlier versions (an H100's 100 MiB):  timing100
 #   the suite on all configs, one ~10-minute call per shard:  validate1 .. validate4, selfcheck1 .. selfcheck4
 #   the search agent improving the suite's Triton baselines:  search (keep-revert), evolve
 #   evaluators side by side (carry .external/, see docs/side_by_side.md):  sidebyside
@@ -18,6 +19,7 @@ for step in $steps; do
   case "$step" in
     corpus) timeout 420 python -m pytest -q -p no:cacheprovider -rf tests/adversarial/test_corpus.py ;;
     timing) timeout 240 python benchmarks/timing_vs_do_bench.py --out "$RES/timing_vs_do_bench.json" ;;
+    timing100) timeout 240 python benchmarks/timing_vs_do_bench.py --flush-mib 100 --out "$RES/timing_vs_do_bench_flush100.json" ;;
     faults) timeout 120 python benchmarks/fault_isolation.py --out "$RES/fault_isolation.json" ;;
     speed) timeout 220 python benchmarks/eval_speed.py --skip-empty-cache --repeats 5 --profile "$RES/eval_profile.txt" --out "$RES/eval_speed.json" ;;
     speedcold) timeout 400 python benchmarks/eval_speed.py --out "$RES/eval_speed_cold.json" ;;

@@ -16,7 +16,7 @@ run-to-run differences (ours, rounds 1 and 2) well under the 1% CI target; for t
 kernels under 10 µs a ratio below 1 is expected (do_bench's event pair adds launch latency that
 graph replay amortises).
 
-    python benchmarks/timing_vs_do_bench.py [--rounds 4] [--out benchmarks/results/timing_vs_do_bench.json]
+    python benchmarks/timing_vs_do_bench.py [--rounds 8] [--flush-mib N] [--out benchmarks/results/timing_vs_do_bench.json]
 
 On a machine without CUDA it says so and exits 0.
 """
@@ -203,6 +203,10 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rounds", type=int, default=8, help="rounds over all kernels, each timing a kernel "
                         "both ways back to back (at least 2: rounds 1 and 2 give the run-to-run difference)")
+    parser.add_argument("--flush-mib", type=int, default=None,
+                        help="our L2 flush size in MiB instead of the default (max(2 x L2, 256 MiB)): "
+                             "with 100 on an H100 (2 x L2) it shows what the flush size does to a "
+                             "power-capped matmul")
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT)
     args = parser.parse_args(argv)
     if args.rounds < 2:
@@ -212,6 +216,11 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     flusher = flusher_for("cuda")
     l2_bytes = flusher.l2_bytes
+    if args.flush_mib is not None:
+        if args.flush_mib * (1 << 20) < 2 * l2_bytes:
+            parser.error(f"--flush-mib must be at least twice the L2 ({2 * l2_bytes >> 20} MiB here)")
+        flusher.nbytes = args.flush_mib << 20  # the one flusher every timing in this process uses
+        flusher.buf = torch.empty(flusher.nbytes // 4, dtype=torch.int32, device=flusher.device)
     all_cases = cases()
     prepared = [measure(c, l2_bytes) for c in all_cases]
     ours: list[list[dict[str, Any]]] = [[] for _ in prepared]
