@@ -63,11 +63,13 @@ _CALIBRATION_CYCLES = 1_000_000  # ~0.5 ms at H100 clocks
 # Used when the device does not report its L2 size (H100: 50 MiB).
 _FALLBACK_L2_BYTES = 50 * 1024 * 1024
 # The L2 flush writes at least this much, whatever the L2 size: what ``triton.testing.do_bench``
-# writes, so that the idle time between timed calls is the same as in the numbers the field reports.
-# On an H100 a dense fp16 matmul runs at the 700 W power cap, and its time follows the share of time
-# the device spends in it: with a 2 × L2 (100 MiB) flush a 4096³ matmul read 5.8% slower than
-# do_bench, with 256 MiB 0.1% (medians of 12 interleaved pairs; each timer alone moves 5-10% between
-# runs there). Memory-bound kernels read the same with either size.
+# writes, so that the device's busy share between timed calls is the one behind the numbers the
+# field reports. On an H100 a dense fp16 matmul runs at the 700 W power cap, and its time follows
+# that share. With a spacer sized for the whole batch (before ``spacer_us``), a 4096³ matmul read
+# 5.8% slower than do_bench with a 2 × L2 (100 MiB) flush and 0.1% with 256 MiB (medians of 12
+# interleaved pairs); with ``spacer_us`` both sizes read within 3% (0.988 at 100 MiB; 0.975 and 0.983
+# at 256 MiB, medians of 8 rounds), as each timer alone moves 6-8% between rounds there.
+# Memory-bound kernels read the same with either size.
 _FLUSH_MIN_BYTES = 256 * 1024 * 1024
 
 METHODS = ("events", "graph")
