@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The verifier's GPU evidence in one go: GPU tests, the adversarial corpus on the GPU, and the
 # benchmarks. Logs and JSON go to $OUT (default benchmarks/results). Usage:
-#   bash benchmarks/device_run.sh [corpus|timing|faults|speed|speedcold|units|repeat]...   (default: all but speedcold)
+#   bash benchmarks/device_run.sh [corpus|timing|faults|speed|speedcold|units|repeat|null]...   (default: all but speedcold, null)
 #   the timing comparison with the 2 x L2 flush of earlier versions (an H100's 100 MiB):  timing100
 #   the suite on all configs, one ~10-minute call per shard:  validate1 .. validate4, selfcheck1 .. selfcheck4
 #   the search agent improving the suite's Triton baselines:  search (keep-revert), evolve
@@ -25,6 +25,7 @@ for step in $steps; do
     speedcold) timeout 400 python benchmarks/eval_speed.py --out "$RES/eval_speed_cold.json" ;;
     units) timeout 300 python -m pytest -q -p no:cacheprovider -rf -m gpu tests/sandbox tests/evaluate tests/tasks tests/cli tests/run ;;
     repeat) timeout 240 python benchmarks/eval_repeatability.py --out "$RES/eval_repeatability.json" ;;
+    null) timeout 300 python benchmarks/null_candidate_speedup.py --out "$RES/null_candidate_speedup.json" ;;
     validate[1-4]) timeout 560 python -m kernellab.cli.main tasks validate --device cuda --shard "${step#validate}/4" \
                      --resume --state "$RES/validate_shard${step#validate}.json" ;;
     selfcheck[1-4]) timeout 560 python benchmarks/suite_selfcheck.py --resume --shard "${step#selfcheck}/4" \
