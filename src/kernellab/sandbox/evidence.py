@@ -119,10 +119,6 @@ def kernel_records(prof: Any) -> list[dict[str, Any]]:
     return records  # records[0] is the marker of mark_launch_stream()
 
 
-# Elements of an output the fingerprint projects (the leading ones): the length of its weights.
-PROJECTION_LENGTH = 1 << 22
-
-
 def fingerprint(t: Any, weights: torch.Tensor) -> float:
     """A random projection of an output: the same function in the child (timed calls) and in the
     judge (the checked outputs of the same inputs), so the two can be compared number for number."""
