@@ -1,8 +1,7 @@
 """What the speed work on a full evaluation may leave out, and what it must still do.
 
-Holdout configs are timed in one dtype each by default (checked in all), projections of checked
-outputs are recorded only for the input sets timing reuses, and the child keeps what it received
-mapped without ever sending the judge's own memory back.
+Holdout configs are timed in one dtype each by default (checked in all), and the child keeps what
+it received mapped without ever sending the judge's own memory back.
 """
 
 from __future__ import annotations
@@ -77,47 +76,6 @@ def test_holdouts_are_checked_in_every_dtype_and_timed_in_one():
     assert {c.dtype for c in holdout.configs} == {"float32", "float16", "bfloat16"}
     assert verdict.holdout.timings and {t.dtype for t in verdict.holdout.timings} == {"bfloat16"}
     assert len({t.dtype for t in verdict.timings}) == 3  # seen configs: every dtype
-
-
-def _ctx(task, options: EvalOptions | None = None, device: str = "cuda"):
-    from types import SimpleNamespace
-
-    options = options or EvalOptions()
-    resolved = resolve(task, options, cuda_available=True)
-    return SimpleNamespace(session=SimpleNamespace(device=device, resolved=resolved, options=resolved.options))
-
-
-def _case(task, visibility, dtype: str = "bfloat16", seed: int = 0, variant: str | None = None,
-          grads: bool = False):
-    from types import SimpleNamespace
-
-    config = task.configs_of(visibility)[0]
-    return SimpleNamespace(problem=SimpleNamespace(config=config), dtype=dtype, seed=seed, variant=variant,
-                           grad_outputs=[torch.zeros(1)] if grads else None, mutated_indices=lambda: [])
-
-
-def test_only_the_input_sets_timing_reuses_are_projected(rmsnorm):
-    from kernellab.evaluate import seeds
-    from kernellab.evaluate.checking import timing_reuses
-    from kernellab.tasks.model import Visibility
-
-    ctx = _ctx(rmsnorm)
-    seen, holdout = Visibility.SEEN, Visibility.HOLDOUT
-    for k in (0, 1, 5):  # the sweep's trials and the timing sets after them
-        assert timing_reuses(ctx, _case(rmsnorm, seen, "float32", seeds.trial(0, seeds.SWEEP, k)))
-    assert timing_reuses(ctx, _case(rmsnorm, holdout, "bfloat16", seeds.trial(0, seeds.HOLDOUT, 0)))
-    never = [_case(rmsnorm, seen, seed=seeds.STABILITY, variant="large"),  # stability variants
-             _case(rmsnorm, seen, seed=seeds.STABILITY),
-             _case(rmsnorm, Visibility.EDGE, seed=seeds.EDGE),
-             _case(rmsnorm, Visibility.SMALL),
-             _case(rmsnorm, seen, seed=seeds.BACKWARD, grads=True),  # forward+backward rows check no outputs
-             _case(rmsnorm, holdout, "float32", seeds.HOLDOUT)]  # holdouts are timed in bfloat16 only
-    assert not any(timing_reuses(ctx, case) for case in never)
-    assert not timing_reuses(ctx, _case(rmsnorm, seen, seed=0), backward=True)
-    every = _ctx(rmsnorm, EvalOptions(holdout_timing_dtypes="all"))
-    assert timing_reuses(every, _case(rmsnorm, holdout, "float32", seeds.HOLDOUT))
-    assert not timing_reuses(_ctx(rmsnorm, EvalOptions(time_holdout=False)), _case(rmsnorm, holdout, seed=seeds.HOLDOUT))
-    assert not timing_reuses(_ctx(rmsnorm, device="cpu"), _case(rmsnorm, seen, seed=0))  # no timing there
 
 
 # ------------------------------------------------------------------------------------ cold path

@@ -13,13 +13,16 @@ from typing import Any
 
 import torch
 
-from kernellab.evaluate import seeds
 from kernellab.evaluate.policy import KernelRecord, judge_op_log, judge_trace
 from kernellab.evaluate.reference import Case, add_precision_probes, ensure_gradients
 from kernellab.evaluate.tolerance import compare_output, normalised_error
-from kernellab.evaluate.verdict import ConfigCheck, Stage, Violation, ViolationKind
-from kernellab.sandbox.evidence import as_bits, fingerprint, has_poison
-from kernellab.tasks.model import OutputSpec, Visibility
+from kernellab.evaluate.verdict import ConfigCheck, Violation, ViolationKind
+from kernellab.sandbox.candidate import CandidateError
+from kernellab.sandbox.evidence import as_bits, has_poison
+from kernellab.tasks.model import OutputSpec
+
+# The exception the child raises when a call returns anything but plain tensors (sandbox/plain.py).
+OUTPUT_CONTRACT_ERROR = "OutputContractError"
 
 # A float32 error counts as a precision downcast when it is within this factor of what eager
 # PyTorch gets in a lower precision: far above float32 rounding, close to the lower format's.
@@ -43,77 +46,49 @@ def poison_sizes(case: Case) -> list[tuple[int, str]]:
 
 
 def run_case(ctx, case: Case, *, profile: bool = False, backward: bool = False,
-             label: str | None = None, same_buffers: bool = False, project: bool | None = None) -> CallOutcome:
+             label: str | None = None, same_buffers: bool = False) -> CallOutcome:
     """Restore the case's inputs, call the candidate once, and judge what came back.
 
     ``same_buffers``: the call must see its new values in the previous call's input memory (the
     judge's GPU tensors are shared, so on the GPU the caller arranges it; the CPU child does it).
-    ``project``: record the projections of the outputs for the timing stage (default: for the input
-    sets timing will time, see ``timing_reuses``).
     """
     case.restore_inputs()
     call: dict[str, Any] = {"inputs": case.inputs, "same_buffers": same_buffers}
     if backward:
         call["wrt"] = case.grad_input_indices()
         call["grad_outputs"] = case.grad_outputs
-    value = ctx.child.request("run", ctx.timeout, key=ctx.model_key(case), calls=[call],
-                              poison_bytes=poison_sizes(case), profile=profile)
-    result = value["results"][0]
     where = label or case.problem.config.label
+    try:
+        value = ctx.child.request("run", ctx.timeout, key=ctx.model_key(case), calls=[call],
+                                  poison_bytes=poison_sizes(case), profile=profile)
+    except CandidateError as exc:
+        if exc.exc_type != OUTPUT_CONTRACT_ERROR:
+            raise
+        check = ConfigCheck(config=where, dtype=case.dtype, max_abs_err=None, max_rel_err=None, tolerance=None,
+                            passed=False, note=str(exc))
+        return CallOutcome(check, [Violation(ViolationKind.OUTPUT_CONTRACT, f"{where}: {exc}")])
+    result = value["results"][0]
     violations = _evidence_violations(ctx, value, where)
     outputs = [o.clone() if isinstance(o, torch.Tensor) and o.is_cuda else o for o in result["outputs"]]
-    contract = _output_contract(case, outputs, result["types"], where)
+    contract = output_contract(case, outputs, result["types"], where)
     violations += contract
     inputs_after = result["inputs_after"] if result["inputs_after"] is not None else case.inputs
-    violations += _input_mutation(case, inputs_after, where)
+    violations += input_mutation(case, inputs_after, where)
     check = ConfigCheck(config=where, dtype=case.dtype, max_abs_err=None, max_rel_err=None, tolerance=None)
     if contract:
         check.passed, check.note = False, contract[0].detail
         return CallOutcome(check, violations, outputs)
-    if (timing_reuses(ctx, case, backward) if project is None else project) \
-            and case.input_key not in ctx.projections:
-        weights = ctx.projection_weights()
-        ctx.projections[case.input_key] = [project_output(o, weights) for o in outputs]
     mutated = [inputs_after[i] for i in case.mutated_indices()]
     compared = outputs + mutated
-    check, poison = _compare_all(case, compared, where)
+    check, poison = compare_all(case, compared, where)
     violations += poison
     if not check.passed and not poison:
         violations += _precision(case, compared, where)
     if backward and check.passed:
         if ensure_gradients(case):
             ctx.session.recount(case)  # the case holds its float64 gradients now
-        check = _compare_grads(case, result["grads"], where, check)
+        check = compare_grads(case, result["grads"], where, check)
     return CallOutcome(check, violations, outputs)
-
-
-def timing_reuses(ctx, case: Case, backward: bool = False) -> bool:
-    """Whether the timing stage times the candidate on this case's inputs and compares the timed
-    outputs with the projections of these checked ones: forward cases of seen configs (the sweep's
-    seeds) and of holdout configs in a timed dtype, on the GPU, of tasks that mutate no input.
-    Stability variants, edge, small and backward cases are never timing sets; projecting their
-    outputs cost a float64 pass and two host reads each for nothing."""
-    session = ctx.session
-    if session.device != "cuda" or backward or case.variant is not None or case.grad_outputs is not None \
-            or case.mutated_indices():
-        return False
-    visibility = case.problem.config.visibility
-    if visibility is Visibility.SEEN:
-        offset, wanted = seeds.SWEEP, session.resolved.wants(Stage.TIMING)
-    elif visibility is Visibility.HOLDOUT:
-        offset = seeds.HOLDOUT
-        wanted = session.resolved.wants(Stage.HOLDOUT) and session.options.time_holdout \
-            and case.dtype in session.resolved.holdout_timing_dtypes()
-    else:
-        return False
-    return wanted and seeds.is_trial(session.options.seed, offset, case.seed)
-
-
-def project_output(output: Any, weights: torch.Tensor) -> tuple[float, float]:
-    """An output's fingerprint on ``weights`` and the scale a timed call's may differ by."""
-    if not isinstance(output, torch.Tensor):
-        return fingerprint(output, weights), 0.0
-    return fingerprint(output, weights), fingerprint(output.abs(), weights.abs())
 
 
 def _evidence_violations(ctx, value: dict[str, Any], where: str) -> list[Violation]:
@@ -136,7 +111,7 @@ def _evidence_violations(ctx, value: dict[str, Any], where: str) -> list[Violati
     return found
 
 
-def _output_contract(case: Case, outputs: list[Any], types: list[str], where: str) -> list[Violation]:
+def output_contract(case: Case, outputs: list[Any], types: list[str], where: str) -> list[Violation]:
     expected = case.expected_outputs
     if len(outputs) != len(expected):
         return [Violation(ViolationKind.OUTPUT_CONTRACT,
@@ -157,7 +132,7 @@ def _output_contract(case: Case, outputs: list[Any], types: list[str], where: st
     return problems
 
 
-def _input_mutation(case: Case, after: list[Any], where: str) -> list[Violation]:
+def input_mutation(case: Case, after: list[Any], where: str) -> list[Violation]:
     mutable = set(case.mutated_indices())
     for i, (now, before) in enumerate(zip(after, case.pristine)):
         if i in mutable or not isinstance(before, torch.Tensor):
@@ -177,7 +152,7 @@ def bitwise_equal(a: torch.Tensor, b: torch.Tensor) -> bool:
     return bool(torch.equal(a, b))
 
 
-def _compare_all(case: Case, compared: list[torch.Tensor], where: str) -> tuple[ConfigCheck, list[Violation]]:
+def compare_all(case: Case, compared: list[torch.Tensor], where: str) -> tuple[ConfigCheck, list[Violation]]:
     task = case.problem.task
     named = case.named_inputs()
     worst_abs, worst_rel, worst_tol = 0.0, 0.0, None
@@ -220,7 +195,7 @@ def _precision(case: Case, compared: list[torch.Tensor], where: str) -> list[Vio
     return []
 
 
-def _compare_grads(case: Case, grads: dict[str, Any] | None, where: str, check: ConfigCheck) -> ConfigCheck:
+def compare_grads(case: Case, grads: dict[str, Any] | None, where: str, check: ConfigCheck) -> ConfigCheck:
     if grads is None:
         check.passed, check.note = False, "no gradients returned"
         return check

@@ -13,18 +13,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-import torch
-
 from kernellab.evaluate.reference import PARAM_SEED, Case
 from kernellab.evaluate.static_scan import ScanResult
 from kernellab.evaluate.verdict import Stage, StageResult, Status, Verdict, Violation, ViolationKind
 from kernellab.sandbox.candidate import CandidateError, CandidateProcess, ChildFailure
-from kernellab.tasks.materialize import device_generator
 from kernellab.tasks.model import Policy, TaskError
 
 log = logging.getLogger(__name__)
-
-PROJECTION_LENGTH = 1 << 22  # elements of an output the fingerprint projects (the leading ones)
 
 
 @dataclass
@@ -40,17 +35,6 @@ class EvalContext:
     timing_failures: list = field(default_factory=list)  # wrong outputs on the timing inputs
     import_seconds: float = 0.0  # import of the candidate module (builds load_inline extensions)
     compile_ahead: "CompileAhead | None" = None  # noqa: F821 - helpers compiling ahead (compile_ahead.py)
-    # Projections of checked outputs on the judge's secret weights, by Case.input_key: the timing
-    # stage compares every timed call with them instead of checking its input sets a second time.
-    projections: dict = field(default_factory=dict)
-    _weights: torch.Tensor | None = None
-
-    def projection_weights(self) -> torch.Tensor:
-        """Random weights drawn once per evaluation on the GPU (the child never sees them before timing)."""
-        if self._weights is None:
-            generator = device_generator("cuda", self.session.options.seed + 4242)
-            self._weights = torch.randn(PROJECTION_LENGTH, generator=generator, dtype=torch.float64, device="cuda")
-        return self._weights
 
     @property
     def policy(self) -> Policy:

@@ -25,10 +25,11 @@ from typing import Any
 
 import torch
 
-from kernellab.sandbox import clock  # binds the timers before any candidate code can patch them
+from kernellab.sandbox import plain, round_clock  # bind the timers before candidate code runs
 from kernellab.sandbox.channel import Channel, ChannelClosed, ProtocolError
-from kernellab.sandbox.evidence import (OpLog, fingerprint, kernel_records, mark_launch_stream, poison_fill,
+from kernellab.sandbox.evidence import (OpLog, kernel_records, mark_launch_stream, poison_fill,
                                         track_interpreter_launches)
+from kernellab.sandbox.plain import plain_outputs
 from kernellab.tasks.materialize import (build_model, cast_model, copy_matching_state, flatten_outputs,
                                          forward_input_names, module_init_inputs, module_inputs)
 from kernellab.tasks.module import build_module
@@ -112,6 +113,8 @@ class Harness:
         self.keep: list[Any] = []  # tensors the judge still reads through IPC
         self.input_slots: list[Any] = []  # the previous call's input tensors, for same-pointer calls
         self.received = Received()
+        self.timer: round_clock.RoundTimer | None = None  # the timing row's clock, kept across its rounds
+        self.timer_row: str | None = None
         self.base_threads = _thread_count()
         self.launches = track_interpreter_launches() if self.interpret else None
         if self.interpret:
@@ -156,7 +159,12 @@ class Harness:
         module_spec = importlib.util.spec_from_file_location(name, path)
         module = importlib.util.module_from_spec(module_spec)
         sys.modules[name] = module
-        module_spec.loader.exec_module(module)
+        # Compiled from the file's current bytes, never from a cached .pyc: a candidate rewritten in
+        # place within the same second and at the same size (a search loop's next proposal) would
+        # otherwise run the previous one's bytecode, which the bytecode cache's mtime check accepts.
+        with open(path, "rb") as f:
+            code = compile(f.read(), path, "exec", dont_inherit=True)
+        exec(code, module.__dict__)
         # ModelNew by contract; a bare reference (class Model) may be evaluated as its own candidate.
         self.model_cls = getattr(module, "ModelNew", None) or getattr(module, "Model", None)
         if not isinstance(self.model_cls, type):
@@ -241,35 +249,62 @@ class Harness:
         return {"results": results, "ops": oplog.ops if oplog else None, "trace": trace,
                 "threads": _thread_count() - self.base_threads, "interpreted_kernels": own_ran}
 
-    def op_time(self, key: str, input_sets: list[list[Any]], plan: dict[str, Any], weights: torch.Tensor,
-                backward: dict[str, Any] | None) -> dict[str, Any]:
-        """Time calls rotating over ``input_sets``; every call's outputs are fingerprinted afterwards."""
+    def op_time_round(self, key: str, row: str, slots: list[dict[str, Any]], method: str,
+                      backward: dict[str, Any] | None, mutated: list[int], warm_ms: float = 0.0,
+                      peak: bool = False) -> dict[str, Any]:
+        """One timing round: the model called once on each slot, every call's results copied.
+
+        ``slots``: per slot its ``inputs`` (the judge's memory, rewritten with fresh values before
+        every round) and, for forward+backward rows, its ``grad_outputs``. ``backward``: ``{"wrt":
+        input indices}`` or None. ``mutated``: indices of the inputs the task updates in place,
+        copied after each call like outputs. The judge checks every call's copies; this process only
+        measures and copies. A row's clock (spacer sizing, captured graph) is kept across its rounds.
+        """
         model = self.models[key]
-        self.received.add((input_sets, weights, backward["grad_outputs"] if backward else None), keep=True)
-        fingerprints: list[tuple[int, list[float]]] = []
+        self.received.add([(slot["inputs"], slot.get("grad_outputs")) for slot in slots], keep=True)
+        if self.timer is None or self.timer_row != row:
+            self.timer, self.timer_row = round_clock.RoundTimer(device=self.device), row
+        wrt_idx = backward["wrt"] if backward is not None else None
+        params = [p for p in model.parameters() if p.requires_grad] if wrt_idx is not None else []
+        if wrt_idx is not None:
+            for slot in slots:
+                for j in wrt_idx:
+                    slot["inputs"][j].requires_grad_(True)
 
-        def call(i: int) -> Any:
-            args = input_sets[i]
-            if backward is None:
+        def launch(i: int) -> Any:
+            args = slots[i]["inputs"]
+            if wrt_idx is None:
                 with torch.no_grad():
-                    return model(*args)
-            outs = model(*args)
-            wrt = [args[j] for j in backward["wrt"]] + [p for p in model.parameters() if p.requires_grad]
-            flat = flatten_outputs(outs)
-            return torch.autograd.grad(flat, wrt, backward["grad_outputs"][i], allow_unused=True)
+                    return plain_outputs(model(*args))
+            flat = plain_outputs(model(*args))
+            wrt = [args[j] for j in wrt_idx] + params
+            grads = torch.autograd.grad([t for t in flat if t.requires_grad], wrt, slots[i]["grad_outputs"],
+                                        allow_unused=True)
+            return flat, plain.plain_gradients(grads)
 
-        def after(i: int, outputs: Any) -> None:
-            fingerprints.append((i, [fingerprint(t, weights) for t in flatten_outputs(outputs)]))
+        def snapshot(i: int, out: Any) -> dict[str, Any]:
+            outputs, grads = (out, None) if wrt_idx is None else out
+            args = slots[i]["inputs"]
+            copied = {"outputs": [t.detach().clone() for t in outputs],
+                      "mutated": [args[j].detach().clone() for j in mutated], "grads": None}
+            if grads is not None:
+                grads = [None if g is None else g.detach().clone() for g in grads]
+                copied["grads"] = {"inputs": grads[:len(wrt_idx)],
+                                   "params": {n: g for (n, _), g in zip(_grad_params(model), grads[len(wrt_idx):])}}
+            return copied
 
-        if backward is not None:
-            for j in backward["wrt"]:
-                for args in input_sets:
-                    args[j].requires_grad_(True)
-        times = clock.choose_and_time(call, len(input_sets), clock.TimingPlan(**plan), after=after)
-        values = [(i, [float(f) for f in fps]) for i, fps in fingerprints]
-        peak = clock.peak_memory(call, [0]) if self.device == "cuda" else None
-        return {"times": times.to_dict(), "fingerprints": values, "peak_mem_bytes": peak,
-                "threads": _thread_count() - self.base_threads}
+        self.timer.warm(warm_ms)
+        if method == "graph":
+            try:
+                times, snaps = self.timer.replay(launch, snapshot, len(slots))
+            except plain.OutputContractError:
+                raise
+            except Exception as exc:  # noqa: BLE001 - capture refused: the judge times with events
+                self.timer.graph = None
+                return {"capture_failed": _describe(exc)}
+        else:
+            times, snaps = self.timer.events(launch, snapshot, len(slots), peak=peak)
+        return {"times": times.to_dict(), "results": snaps, "threads": _thread_count() - self.base_threads}
 
     # -------------------------------------------------------------------------------- internals
 
@@ -286,14 +321,14 @@ class Harness:
                     out = model(*inputs)
             else:
                 out = model(*inputs)
-        flat = flatten_outputs(out)
+        flat = plain_outputs(out)  # before anything else touches them: no candidate code runs in the walk
         grads = None
         if wrt_idx is not None:
             params = [p for p in model.parameters() if p.requires_grad]
             wrt = [inputs[j] for j in wrt_idx] + params
             with context:
-                got = torch.autograd.grad([t for t in flat if isinstance(t, torch.Tensor) and t.requires_grad],
-                                          wrt, call["grad_outputs"], allow_unused=True)
+                got = plain.plain_gradients(torch.autograd.grad([t for t in flat if t.requires_grad], wrt,
+                                                                call["grad_outputs"], allow_unused=True))
             # A gradient may be the judge's own grad_output (an addition passes it through) or another
             # tensor it sent: those, and only those, are copied so that they can be sent back.
             own = self.received.own

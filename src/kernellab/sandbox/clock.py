@@ -38,9 +38,38 @@ from kernellab.sandbox.timing_stats import (  # noqa: F401 - re-exported for cal
 
 log = logging.getLogger(__name__)
 
+# The clock's primitives, bound when this module is imported (before any candidate code runs) and
+# taken from torch's C types and builtins where they exist: the methods of an extension type cannot
+# be rebound (``torch._C._CudaEventBase.record = ...`` raises), while ``torch.cuda.Event.record``,
+# ``torch.Tensor.zero_`` or ``torch.cuda.synchronize`` are Python attributes anyone in the process
+# can replace, and the Python wrappers look their internals up again on every call. The CPU build of
+# torch has none of the CUDA ones; nothing here is called without a GPU.
 _perf_counter = time.perf_counter
-_elapsed_ms = torch.cuda.Event.elapsed_time
-_synchronize = torch.cuda.synchronize
+_EVENT = torch._C._CudaEventBase
+_record = getattr(_EVENT, "record", None)
+_event_elapsed = getattr(_EVENT, "elapsed_time", None)
+_event_wait = getattr(_EVENT, "synchronize", None)
+_cuda_synchronize = getattr(torch._C, "_cuda_synchronize", None)
+_cuda_sleep = getattr(torch._C, "_cuda_sleep", None)
+_zero = torch._C.TensorBase.zero_
+
+
+def _new_event():
+    """A timing event of torch's C event type (what ``torch.cuda.Event(enable_timing=True)`` makes)."""
+    return _EVENT(enable_timing=True)
+
+
+def _elapsed_ms(start, end) -> float:
+    return _event_elapsed(start, end)
+
+
+def _synchronize(device: Any = None) -> None:
+    """Wait for all work on ``device`` (default: the current one)."""
+    if device is None:
+        _cuda_synchronize()
+        return
+    with torch.cuda.device(device):
+        _cuda_synchronize()
 
 # --------------------------------------------------------------------------------------------------
 # CUDA side
@@ -80,7 +109,7 @@ class L2Flusher:
 
     def flush(self) -> None:
         """Write the whole buffer on the current stream (the caller keeps it outside timed events)."""
-        self.buf.zero_()
+        _zero(self.buf)
 
 
 _FLUSHERS: dict[int, L2Flusher] = {}
@@ -112,18 +141,19 @@ class _Spacer:
     def __init__(self, device) -> None:
         _require_cuda()
         self.device = device
-        self.sleep = getattr(torch.cuda, "_sleep", None)
+        self.sleep = _cuda_sleep
         if self.sleep is not None and device.index not in self._cycles_per_us:
             self._cycles_per_us[device.index] = self._calibrate()
 
     def _calibrate(self) -> float:
         _require_cuda()
         self.sleep(1000)
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
+        start, end = _new_event(), _new_event()
+        stream = torch.cuda.current_stream(self.device)
+        _record(start, stream)
         self.sleep(_CALIBRATION_CYCLES)
-        end.record()
-        end.synchronize()
+        _record(end, stream)
+        _event_wait(end)
         return _CALIBRATION_CYCLES / max(1e-3, _elapsed_ms(start, end) * 1e3)
 
     def hold(self, us: float) -> None:
@@ -179,7 +209,7 @@ def _timed_loop(launch: Callable[[int], Any], calls_per_sample: int, method: str
                                   first_call=warmed_ms <= 0)
     spacer = _Spacer(device)
     size = batch_size(device_us)
-    events = [tuple(torch.cuda.Event(enable_timing=True) for _ in range(5)) for _ in range(size)]
+    events = [tuple(_new_event() for _ in range(5)) for _ in range(size)]
     samples: list[float] = []
     flushes: list[float] = []
     last: tuple[int, Any] | None = None
@@ -193,19 +223,19 @@ def _timed_loop(launch: Callable[[int], Any], calls_per_sample: int, method: str
         for n, (held, before, start, end, done) in enumerate(events[:todo]):
             t_iter = _perf_counter()
             if after is not None or n == 0:
-                held.record(stream)
+                _record(held, stream)
                 spacer.hold(spacer_us(host_us, None, 1) if after is not None
                             else spacer_us(host_us, busy_us, todo))
-            before.record(stream)
+            _record(before, stream)
             if flusher is not None:
                 flusher.flush()
-            start.record(stream)
+            _record(start, stream)
             out = launch(j)
-            end.record(stream)
+            _record(end, stream)
             if after is not None:
                 host_us = (_perf_counter() - t_iter) * 1e6
                 after(j, out)
-                done.record(stream)
+                _record(done, stream)
                 last = (j, out)
             del out
             j += 1
@@ -348,11 +378,11 @@ def _eager_estimate(call: Callable[[int], Any], n_sets: int, stream, device) -> 
     with torch.cuda.stream(side):
         for j in range(n_sets):
             call(j)
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record(side)
+        start, end = _new_event(), _new_event()
+        _record(start, side)
         for j in range(n_sets):
             call(j)
-        end.record(side)
+        _record(end, side)
     stream.wait_stream(side)
     _synchronize(device)
     return _elapsed_ms(start, end) * 1e3 / n_sets

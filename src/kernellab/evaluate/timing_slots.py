@@ -1,0 +1,203 @@
+"""Fresh input values for every timed call, and the judge's check of what every timed call returned.
+
+Invariant 1 of ARCHITECTURE.md: every call the candidate sees is a checked call. The timing stage
+times the candidate in rounds (``sandbox.round_clock``); before each round the judge writes values
+drawn from a secret seed (per evaluation, never derived from the public seed, so the child cannot
+draw them ahead) into the slots it shares with the child, and after the round it checks every
+call's outputs, updated ``mutates`` inputs and gradients against the float64 reference of the
+values that call received. A candidate that can tell timing from checking gains nothing: a
+remembered output is wrong for fresh values, and a call that skips work is caught on that call.
+
+The tolerance is the one the checked case of the same config and dtype got, times
+``TIMED_SLACK``: eager's own error, which scales each tolerance, varies a little from one set of
+values to the next. Comparators that do not use a tolerance (``exact``, ``ulp``) are unchanged.
+
+What a round costs the judge: drawing the values (the reference's own ``get_inputs``, on the
+device), one float64 forward (and backward) per call, and one comparison per output.
+"""
+
+from __future__ import annotations
+
+import copy
+import secrets
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+
+from kernellab.evaluate.checking import (CallOutcome, bitwise_equal, compare_all, compare_grads, input_mutation,
+                                         output_contract)
+from kernellab.evaluate.reference import Case, ensure_gradients
+from kernellab.evaluate.verdict import ConfigCheck, Violation, ViolationKind
+from kernellab.tasks.materialize import TORCH_DTYPES, device_generator, flatten_outputs
+
+TIMED_SLACK = 1.5
+
+
+@dataclass
+class Slot:
+    """One input set of the timing rounds: memory shared with the child, and what was written there."""
+
+    inputs: list[Any]  # judge memory the child reads; fresh values before every round
+    pristine: list[Any] = field(default_factory=list)  # this round's values, never sent
+    grad_outputs: list[torch.Tensor] | None = None  # shared, fresh every round (forward+backward rows)
+    grad_pristine: list[torch.Tensor] | None = None
+
+    def message(self) -> dict[str, Any]:
+        return {"inputs": self.inputs, "grad_outputs": self.grad_outputs} if self.grad_outputs is not None \
+            else {"inputs": self.inputs}
+
+
+class TimingSlots:
+    """The slots of one timing row, refreshed before every round and checked after it.
+
+    ``case`` is the checked case of the row's config and dtype (forward rows: the case the sweep
+    or the holdout stage checked; forward+backward rows: the backward stage's): it gives the model,
+    the tolerances and the structure the fresh values must have.
+    """
+
+    def __init__(self, case: Case, count: int, backward: bool) -> None:
+        self.case = case
+        self.backward = backward
+        self.device = case.device
+        self.mutated = case.mutated_indices()
+        self.wrt = case.grad_input_indices() if backward else []
+        self._seeds = secrets.SystemRandom()
+        self._model64: torch.nn.Module | None = None
+        self.grad_names = self._grad_names() if backward else []
+        if backward:
+            ensure_gradients(case)  # the gradient tolerances of the checked case
+        self.slots = [self._new_slot() for _ in range(max(1, count))]
+
+    # ------------------------------------------------------------------------------------ values
+
+    def _draw(self) -> tuple[list[Any], list[torch.Tensor] | None]:
+        seed = self._seeds.randrange(1 << 62)
+        inputs = self.case.problem.inputs(seed, self.device, self.case.dtype)
+        grads = None
+        if self.backward:
+            gen = device_generator(self.device, seed + 17)
+            grads = [torch.randn(o.shape, generator=gen, dtype=torch.float32, device=self.device)
+                     .to(TORCH_DTYPES[self.case.dtype]) for o in self.case.ref_outputs[:self.case.n_outputs]]
+        return inputs, grads
+
+    def _new_slot(self) -> Slot:
+        inputs, grads = self._draw()
+        slot = Slot(inputs=[v.clone() if isinstance(v, torch.Tensor) else v for v in inputs], pristine=inputs,
+                    grad_outputs=None if grads is None else [g.clone() for g in grads], grad_pristine=grads)
+        return slot
+
+    def refresh(self) -> None:
+        """Fresh values in every slot (same memory, so the child's mappings stay valid)."""
+        with torch.no_grad():
+            for slot in self.slots:
+                inputs, grads = self._draw()
+                for live, value in zip(slot.inputs, inputs):
+                    if isinstance(live, torch.Tensor):
+                        live.requires_grad_(False)
+                        live.copy_(value)
+                slot.pristine = inputs
+                if grads is not None:
+                    for live, value in zip(slot.grad_outputs, grads):
+                        live.copy_(value)
+                    slot.grad_pristine = grads
+        if self.device == "cuda":
+            torch.cuda.synchronize()  # the child reads the slots on its own stream
+
+    def add(self, count: int) -> None:
+        """More slots (a graph-timed row replays one call per slot)."""
+        self.slots += [self._new_slot() for _ in range(count)]
+
+    def as_cases(self) -> list[Case]:
+        """The slots as cases, for the judge's own timing of the baselines on the same memory."""
+        cases = []
+        for slot in self.slots:
+            case = copy.copy(self.case)
+            case.inputs, case.pristine = slot.inputs, slot.pristine
+            case.grad_outputs = slot.grad_outputs
+            cases.append(case)
+        return cases
+
+    def messages(self) -> list[dict[str, Any]]:
+        return [slot.message() for slot in self.slots]
+
+    def nbytes(self) -> int:
+        first = self.slots[0]
+        tensors = [*first.inputs, *(first.grad_outputs or [])]
+        return sum(t.numel() * t.element_size() for t in tensors if isinstance(t, torch.Tensor))
+
+    # ------------------------------------------------------------------------------------ checks
+
+    def check(self, results: list[dict[str, Any]], where: str) -> list[CallOutcome]:
+        """Judge every call of a round: ``results[j]`` is what the child copied after call j.
+
+        Each call is judged as a checked call is (``checking``): the output contract, unwritten
+        (poisoned) memory, every output, updated input and gradient against its float64 reference,
+        and the judge's memory (inputs outside ``mutates``, the grad_outputs) left as it was."""
+        if len(results) != len(self.slots):
+            check = ConfigCheck(config=where, dtype=self.case.dtype, max_abs_err=None, max_rel_err=None,
+                                tolerance=None, passed=False,
+                                note=f"the round returned {len(results)} results for {len(self.slots)} calls")
+            return [CallOutcome(check)]
+        return [self._check_one(slot, result, f"{where} [timed call {j + 1} of a round]")
+                for j, (slot, result) in enumerate(zip(self.slots, results))]
+
+    def _check_one(self, slot: Slot, result: dict[str, Any], where: str) -> CallOutcome:
+        truth = copy.copy(self.case)
+        truth.inputs, truth.pristine = slot.inputs, slot.pristine
+        truth.ref_outputs, truth.ref_grads = self._truth(slot)
+        truth.tolerances = [t * TIMED_SLACK for t in self.case.tolerances]
+        truth.grad_tolerances = {k: t * TIMED_SLACK for k, t in (self.case.grad_tolerances or {}).items()}
+        violations = input_mutation(truth, slot.inputs, where)
+        if any(not bitwise_equal(live, value) for live, value in zip(slot.grad_outputs or [], slot.grad_pristine or [])):
+            violations.append(Violation(ViolationKind.INPUT_MUTATION,
+                                        f"{where}: the grad_output handed to backward was modified"))
+        outputs = list(result.get("outputs") or [])
+        types = [type(o).__module__ + "." + type(o).__qualname__ for o in outputs]
+        contract = output_contract(truth, outputs, types, where)
+        if contract:
+            check = ConfigCheck(config=where, dtype=truth.dtype, max_abs_err=None, max_rel_err=None,
+                                tolerance=None, passed=False, note=contract[0].detail)
+            return CallOutcome(check, violations + contract, outputs)
+        check, poison = compare_all(truth, outputs + list(result.get("mutated") or []), where)
+        if self.backward and check.passed:
+            check = compare_grads(truth, result.get("grads"), where, check)
+        return CallOutcome(check, violations + poison, outputs)
+
+    def _truth(self, slot: Slot) -> tuple[list[torch.Tensor], dict[str, torch.Tensor]]:
+        """The float64 reference outputs (and gradients) of the values ``slot`` received this round."""
+        model = self._reference_model()
+        fallback = self.case.float64_fallback
+        wide = torch.float32 if fallback else torch.float64
+        args = [v.detach().to(wide).clone() if isinstance(v, torch.Tensor) and v.is_floating_point()
+                else (v.clone() if isinstance(v, torch.Tensor) else v) for v in slot.pristine]
+        leaves = []
+        if self.backward:
+            for j in self.wrt:
+                args[j] = args[j].requires_grad_(True)
+                leaves.append(args[j])
+        with torch.set_grad_enabled(self.backward):
+            outs = flatten_outputs(model(*args))
+        grads: dict[str, torch.Tensor] = {}
+        if self.backward:
+            params = [p for _, p in self._grad_params(model)]
+            differentiable = [(o, g) for o, g in zip(outs, slot.grad_pristine) if o.requires_grad]
+            got = torch.autograd.grad([o for o, _ in differentiable], leaves + params,
+                                      [g.to(o.dtype) for o, g in differentiable], allow_unused=True)
+            grads = {n: g.detach().to(torch.float64) for n, g in zip(self.grad_names, got) if g is not None}
+        values = [o.detach() for o in outs] + [args[j].detach() for j in self.mutated]
+        return [v.to(torch.float64) if v.is_floating_point() else v for v in values], grads
+
+    def _reference_model(self) -> torch.nn.Module:
+        if self._model64 is None:
+            wide = torch.float32 if self.case.float64_fallback else torch.float64
+            self._model64 = copy.deepcopy(self.case.eager_model).to(wide)
+        return self._model64
+
+    @staticmethod
+    def _grad_params(model: torch.nn.Module) -> list[tuple[str, torch.nn.Parameter]]:
+        return [(n, p) for n, p in model.named_parameters() if p.requires_grad]
+
+    def _grad_names(self) -> list[str]:
+        names = [f"input:{self.case.names[i]}" for i in self.case.grad_input_indices()]
+        return names + [f"param:{n}" for n, _ in self._grad_params(self.case.eager_model)]
