@@ -5,10 +5,9 @@ only): the child times it exactly as it times any candidate, the judge times the
 eager baseline. Any systematic departure of ``speedup_vs_eager`` from 1 is a bias of the harness
 (two timing loops that differ), not of the kernel, and would be credited to every candidate.
 Prints per task the median and range of the rows' speedups and writes JSON; the headline is the
-median over all rows. (The candidate's timed calls are each followed by a synchronising read of an
-output fingerprint, the baseline's are not; a direct probe of the two loops on an H100 read the
-same memory-bound kernel 0.8-0.9% faster with the reads, so this is where such a loop difference
-would have to show. It did not: 1.001x over 48 rows, see docs/verifier.md.)
+median over all rows. (Both are timed in rounds of fresh values on the same slots, the candidate in
+its child and the baseline by the judge, with the judge's checks between rounds in both: see
+``evaluate/rounds.py`` for why the baselines are not timed back to back.)
 
     python benchmarks/null_candidate_speedup.py [--tasks a/b,c/d] [--out benchmarks/results/null_candidate_speedup.json]
 

@@ -160,7 +160,7 @@ def test_gradients_of_timed_forward_backward_calls_are_judged():
 
 
 def test_work_concentrated_in_some_calls_of_a_round_is_charged_by_the_round():
-    from kernellab.evaluate.stages.performance import round_statistic
+    from kernellab.evaluate.rounds import round_statistic
 
     honest = [[100.0, 101.0, 99.5, 100.5] for _ in range(6)]
     stats, concentrated = round_statistic(honest)

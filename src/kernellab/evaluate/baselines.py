@@ -1,6 +1,8 @@
 """Baselines timed by the judge: eager PyTorch, ``torch.compile(dynamic=False)``, the task's baseline kernel.
 
-They are timed on the same GPU, the same input sets and with the same method as the candidate, and
+They are timed on the same GPU, the same input slots and with the same method and rounds as the
+candidate (``rounds.LocalRounds``: a power-capped kernel's time follows the device's pattern of work
+and pauses, so both are measured under the same one), and
 cached per (task hash, config, dtype, phase, device, versions, ``timing_stats.METHOD_VERSION``),
 because a compile baseline costs seconds to tens of seconds and does not change between candidates.
 Eager is re-timed briefly as a drift check, on the first timing row of each evaluation and then on
@@ -27,8 +29,9 @@ from typing import Any, Callable
 import torch
 
 from kernellab.evaluate.reference import PARAM_SEED, Case
-from kernellab.sandbox.clock import choose_and_time
-from kernellab.sandbox.timing_stats import METHOD_VERSION, TimingPlan, summarize
+from kernellab.evaluate.rounds import LocalRounds
+from kernellab.evaluate.timing_slots import TimingSlots
+from kernellab.sandbox.timing_stats import METHOD_VERSION, TimingPlan
 from kernellab.tasks.materialize import build_model, cast_model, copy_matching_state, flatten_outputs
 from kernellab.tasks.model import Config
 from kernellab.tasks.module import build_module
@@ -94,11 +97,15 @@ def _caller(model: Callable, sets: list[Case], backward: bool) -> Callable[[int]
     return call_bwd
 
 
-def _median_us(call: Callable[[int], Any], n_sets: int, plan: TimingPlan, method: str) -> float:
-    return summarize(choose_and_time(call, n_sets, plan, method=method).samples_us).median
+def _median_us(call: Callable[[int], Any], slots: TimingSlots, plan: TimingPlan, method: str) -> float:
+    measured = LocalRounds(call, slots, plan).run(method)
+    if measured is None:
+        raise RuntimeError("the baseline could not be timed in rounds")
+    return measured[1].median
 
 
-def _time_compiled(sets: list[Case], backward: bool, plan: TimingPlan, method: str, notes: list[str]) -> float | None:
+def _time_compiled(slots: TimingSlots, backward: bool, plan: TimingPlan, method: str,
+                   notes: list[str]) -> float | None:
     """``torch.compile(dynamic=False)`` of a copy of the eager model, timed; None (with a note) when
     Dynamo captured no graph, which would make the "compile" baseline eager in disguise."""
     import torch._dynamo
@@ -106,12 +113,13 @@ def _time_compiled(sets: list[Case], backward: bool, plan: TimingPlan, method: s
     try:
         torch._dynamo.reset()
         before = torch._dynamo.utils.counters["stats"]["unique_graphs"]
+        sets = slots.as_cases()
         call = _caller(torch.compile(copy.deepcopy(sets[0].eager_model), dynamic=False), sets, backward)
         call(0)
         if torch._dynamo.utils.counters["stats"]["unique_graphs"] <= before:
             notes.append("torch.compile captured no graph (fell back to eager): no compile baseline")
             return None
-        return _median_us(call, len(sets), plan, method)
+        return _median_us(call, slots, plan, method)
     except Exception as exc:  # noqa: BLE001 - a reference Inductor cannot compile has no compile baseline
         notes.append(f"torch.compile failed: {type(exc).__name__}: {str(exc)[:200]}")
         return None
@@ -127,7 +135,7 @@ def _baseline_model(session, sets: list[Case]) -> torch.nn.Module:
     return model
 
 
-def baseline_times(session, config: Config, dtype: str, backward: bool, sets: list[Case],
+def baseline_times(session, config: Config, dtype: str, backward: bool, slots: TimingSlots,
                    plan: TimingPlan, method: str, with_compile: bool, check_drift: bool = True) -> BaselineTimes:
     """Baselines timed with ``method``, the one the candidate got, so both pay the same fixed costs.
 
@@ -135,6 +143,7 @@ def baseline_times(session, config: Config, dtype: str, backward: bool, sets: li
     checked another row and found no drift)."""
     key = _cache_key(session, config, dtype, backward, method)
     cache_file = _cache_file(session)
+    sets = slots.as_cases()
     eager_call = _caller(sets[0].eager_model, sets, backward)
     cached = _read_cache(cache_file).get(key) if session.options.cached_baselines else None
     usable = cached and cached.get("eager_us") and (cached.get("compile_us") is not None or not with_compile
@@ -146,12 +155,12 @@ def baseline_times(session, config: Config, dtype: str, backward: bool, sets: li
     if usable and not check_drift:
         return BaselineTimes(cached["eager_us"], cached_compile, cached.get("baseline_us"))
     quick = replace(plan, max_samples=max(plan.min_samples, 60), budget_s=min(plan.budget_s, 0.3))
-    eager_now = _median_us(eager_call, len(sets), quick, method)
+    eager_now = _median_us(eager_call, slots, quick, method)
     if usable and _steady(eager_now, cached):
         return BaselineTimes(cached["eager_us"], cached_compile, cached.get("baseline_us"),
                              drift_checked=True)
     notes = []
-    eager_us = _median_us(eager_call, len(sets), plan, method)
+    eager_us = _median_us(eager_call, slots, plan, method)
     if usable and _steady(eager_us, cached):  # the quick measurement was the outlier, not the device
         return BaselineTimes(cached["eager_us"], cached_compile, cached.get("baseline_us"),
                              drift_checked=True)
@@ -168,16 +177,14 @@ def baseline_times(session, config: Config, dtype: str, backward: bool, sets: li
         if compile_us is not None:
             notes.append("torch.compile baseline scaled by eager's drift, not recompiled")
     else:
-        compile_us = _time_compiled(sets, backward, plan, method, notes)
+        compile_us = _time_compiled(slots, backward, plan, method, notes)
     baseline_us = None
     if session.task.baseline_source:
         try:
             model = _baseline_model(session, sets)
-            baseline_us = _median_us(_caller(model, sets, backward), len(sets), plan, method)
+            baseline_us = _median_us(_caller(model, sets, backward), slots, plan, method)
         except Exception as exc:  # noqa: BLE001
             notes.append(f"baseline kernel failed: {type(exc).__name__}: {str(exc)[:200]}")
-    for case in sets:
-        case.restore_inputs()
     compile_note = compile_note or next((n for n in notes if n.startswith("torch.compile failed")
                                          or n.startswith("torch.compile captured")), None)
     if with_compile or not cached:

@@ -164,6 +164,12 @@ class TimingSlots:
             check = compare_grads(truth, result.get("grads"), where, check)
         return CallOutcome(check, violations + poison, outputs)
 
+    def truths(self) -> None:
+        """The references of every slot's current values, computed and dropped: the judge's work
+        between two rounds, done where a baseline is timed in rounds so the device sees the same."""
+        for slot in self.slots:
+            self._truth(slot)
+
     def _truth(self, slot: Slot) -> tuple[list[torch.Tensor], dict[str, torch.Tensor]]:
         """The float64 reference outputs (and gradients) of the values ``slot`` received this round."""
         model = self._reference_model()

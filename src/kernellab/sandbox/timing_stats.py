@@ -75,7 +75,7 @@ _FLUSH_MIN_BYTES = 256 * 1024 * 1024
 METHODS = ("events", "graph")
 # Raised with every change to the method that can move a measured time (flush size, spacer, loop):
 # cached baseline times are keyed by it, so times taken by an older method are not compared with new.
-METHOD_VERSION = 2
+METHOD_VERSION = 3
 # ``after(i, outputs)``: called with each timed call's set index and outputs, outside the events.
 After = Callable[[int, Any], None]
 

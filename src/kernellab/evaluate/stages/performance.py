@@ -15,9 +15,7 @@ from __future__ import annotations
 import logging
 import math
 import time
-from dataclasses import replace
 
-import numpy as np
 import torch
 
 from kernellab.evaluate import seeds
@@ -26,11 +24,12 @@ from kernellab.evaluate.checking import OUTPUT_CONTRACT_ERROR
 from kernellab.evaluate.gpu_sharing import exclusive
 from kernellab.evaluate.reference import Case
 from kernellab.evaluate.roofline import roofline, task_bytes, task_flops
+from kernellab.evaluate.rounds import Rounds
 from kernellab.evaluate.timing_slots import TimingSlots
 from kernellab.evaluate.verdict import Stage, StageResult, Timing, ViolationKind
 from kernellab.sandbox.candidate import CandidateError
 from kernellab.sandbox.round_clock import RoundTimes
-from kernellab.sandbox.timing_stats import EventTimes, SampleStats, TimingPlan, should_stop, summarize
+from kernellab.sandbox.timing_stats import EventTimes, SampleStats, TimingPlan
 from kernellab.tasks.materialize import TORCH_DTYPES
 from kernellab.tasks.model import Config, Visibility
 
@@ -39,17 +38,6 @@ log = logging.getLogger(__name__)
 MAX_SETS = 8  # slots of an events-timed round (each call is flushed: more only costs memory)
 MIN_SLOTS = 4
 SLOT_BYTES_CAP = 2 << 30
-# A graph-timed row replays one call per slot; the replay should last this long (event resolution
-# and the replay's own launch under 1% of it), with at most this many slots.
-GRAPH_MIN_REPLAY_US = 200.0
-GRAPH_MAX_SLOTS = 128
-GRAPH_MIN_ROUNDS = 5  # each graph round is one sample, itself the mean of its calls
-MAX_ROUNDS = 200
-# The judge's own work between rounds (drawing values, float64 references, comparisons) is not in
-# the child's budget; this bounds a row's whole time at this multiple of the budget.
-JUDGE_BUDGET_FACTOR = 6.0
-# A round's mean per call above the per-call median by more than this means work was concentrated.
-CONCENTRATION_PCT = 3.0
 # The judge's wall clock around a timing request bounds the child's own loop clock; this much slack
 # covers message transfer and scheduling.
 WALL_SLACK_S = 0.05
@@ -169,7 +157,7 @@ def _time_one(ctx, config: Config, dtype: str, backward: bool, holdout: bool) ->
         return None
     times, stats, peak = measured
     _check_clock(ctx, times, stats.median, label, backward)
-    base = baseline_times(session, config, dtype, backward, slots.as_cases(), plan, method=times.method,
+    base = baseline_times(session, config, dtype, backward, slots, plan, method=times.method,
                           with_compile=not holdout and session.options.compile_baseline,
                           check_drift=not ctx.baselines_steady)
     ctx.baselines_steady = ctx.baselines_steady or base.drift_checked
@@ -192,60 +180,26 @@ def _time_one(ctx, config: Config, dtype: str, backward: bool, holdout: bool) ->
                   pct_of_roofline=point.pct_of_roofline, peak_mem_bytes=peak)
 
 
-class TimedRounds:
-    """One timing row, driven by the judge: fresh values, a round in the child, every call checked.
-
-    The first round brings the device's clocks up (flushes for the plan's warm-up) and measures the
-    first call's peak memory; its per-call median picks the method. A graph-timed row gets one slot
-    per call of a replay and a round that captures the graph; neither is a sample. Then timed rounds
-    until the stopping rule holds. A round whose calls are not all right ends the row: the stage fails.
-    """
+class TimedRounds(Rounds):
+    """One timing row of the candidate: each round in its child, every call judged by the judge."""
 
     def __init__(self, ctx, slots: TimingSlots, label: str, plan: TimingPlan) -> None:
-        self.ctx, self.slots, self.label, self.plan = ctx, slots, label, plan
+        super().__init__(slots, plan, seed=ctx.session.options.seed)
+        self.ctx, self.label = ctx, label
         self.key = ctx.model_key(slots.case)
         self.backward = {"wrt": slots.wrt} if slots.backward else None
-        self.failed = False
-
-    def run(self) -> tuple[EventTimes, SampleStats, int | None] | None:
-        first = self._round("events", warm_ms=self.plan.warmup_ms, peak=True)
-        if first is None:
-            return None
-        peak = first.peak_mem_bytes
-        method = "events"
-        per_call = float(np.median(first.samples_us))
-        if per_call < self.plan.graph_threshold_us:
-            want = min(GRAPH_MAX_SLOTS, math.ceil(GRAPH_MIN_REPLAY_US / max(per_call, 0.1)))
-            self.slots.add(max(0, want - len(self.slots.slots)))
-            captured = self._round("graph")
-            if captured is None and self.failed:
-                return None
-            method = "graph" if captured is not None else "events"
-        min_samples = min(self.plan.min_samples, GRAPH_MIN_ROUNDS) if method == "graph" else self.plan.min_samples
-        plan = replace(self.plan, min_samples=min_samples, max_samples=max(min_samples, self.plan.max_samples))
-        rounds: list[RoundTimes] = []
-        samples: list[float] = []
-        device_s = 0.0
-        started = time.perf_counter()
-        reason = None
-        while reason is None:
-            times = self._round(method)
-            if times is None:
-                return None
-            rounds.append(times)
-            samples += times.samples_us
-            device_s += times.wall_s
-            reason = should_stop(samples, plan, device_s)
-            if reason is None and (len(rounds) >= MAX_ROUNDS or time.perf_counter() - started > JUDGE_BUDGET_FACTOR
-                                   * self.plan.budget_s):
-                reason = "budget"
-        return self._aggregate(method, rounds, samples, reason), self._statistic(method, rounds, samples), peak
 
     def dry_run(self, rounds: int) -> bool:
         """``rounds`` rounds without statistics (no GPU): True when every call was right."""
-        return all(self._round("events") is not None for _ in range(rounds))
+        return all(self.one_round("events") is not None for _ in range(rounds))
 
-    def _round(self, method: str, warm_ms: float = 0.0, peak: bool = False) -> RoundTimes | None:
+    def concentrated(self, stats: SampleStats) -> None:
+        note = (f"{self.label}: timed by the mean of each round's calls ({stats.median:.1f} µs), not the "
+                f"per-call median: the work was concentrated in some calls of a round")
+        if note not in self.ctx.verdict.notes:
+            self.ctx.verdict.notes.append(note)
+
+    def one_round(self, method: str, warm_ms: float = 0.0, peak: bool = False) -> RoundTimes | None:
         """Fresh values, one round in the child, every call judged; None when the row must end
         (a wrong call, a broken contract, or - for ``graph`` - a capture the child refused)."""
         ctx, slots = self.ctx, self.slots
@@ -287,42 +241,6 @@ class TimedRounds:
             self.failed = True
             return None
         return times
-
-    def _aggregate(self, method: str, rounds: list[RoundTimes], samples: list[float], reason: str) -> EventTimes:
-        calls = rounds[0].calls if method == "graph" else 1
-        flushes = [f for r in rounds for f in r.flush_us]
-        return EventTimes(samples_us=tuple(samples), method=method, wall_s=sum(r.wall_s for r in rounds),
-                          flush_us=float(np.median(flushes)) if flushes else 0.0, calls_per_sample=calls,
-                          stop_reason=reason, spacer_s=sum(r.spacer_s for r in rounds),
-                          hook_s=sum(r.between_s for r in rounds), batch=len(self.slots.slots))
-
-    def _statistic(self, method: str, rounds: list[RoundTimes], samples: list[float]) -> SampleStats:
-        if method != "events":
-            return summarize(samples, seed=self.ctx.session.options.seed)
-        stats, concentrated = round_statistic([r.samples_us for r in rounds], seed=self.ctx.session.options.seed)
-        if concentrated:
-            note = (f"{self.label}: timed by the mean of each round's calls ({stats.median:.1f} µs), not the "
-                    f"per-call median: the work was concentrated in some calls of a round")
-            if note not in self.ctx.verdict.notes:
-                self.ctx.verdict.notes.append(note)
-        return stats
-
-
-def round_statistic(rounds: list[list[float]], seed: int = 0) -> tuple[SampleStats, bool]:
-    """The median of the per-call times, unless work was concentrated in some calls of a round.
-
-    Every call of a round could see every slot's values once the round starts, so a candidate could
-    do the work of several calls in one and return the rest at once: per round the total is what it
-    is either way. When the rounds' median mean per call exceeds the per-call median by more than
-    ``CONCENTRATION_PCT``, the rounds' means are the samples (True: concentrated)."""
-    per_call = summarize([x for r in rounds for x in r], seed=seed)
-    if len(rounds) < 2:
-        return per_call, False
-    per_round = summarize([sum(r) / len(r) for r in rounds], seed=seed)
-    if per_round.median > per_call.median * (1 + CONCENTRATION_PCT / 100):
-        return per_round, True
-    return per_call, False
-
 
 def _no_grad(model):
     def call(*args):  # on copies: the inputs of a `mutates` task must stay pristine
