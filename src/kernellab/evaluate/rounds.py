@@ -31,8 +31,8 @@ from kernellab.sandbox.timing_stats import EventTimes, SampleStats, TimingPlan, 
 
 # A graph-timed row replays one call per slot; the replay should last this long (event resolution
 # and the replay's own launch under 1% of it), with at most this many slots.
-GRAPH_MIN_REPLAY_US = 200.0
-GRAPH_MAX_SLOTS = 128
+GRAPH_MIN_REPLAY_US = 50.0
+GRAPH_MAX_SLOTS = 32
 GRAPH_MIN_ROUNDS = 5  # each graph round is one sample, itself the mean of its calls
 MAX_ROUNDS = 200
 # The judge's own work between rounds (drawing values, float64 references, comparisons) is not in
@@ -109,7 +109,7 @@ class LocalRounds(Rounds):
         self.timer = RoundTimer()
 
     def one_round(self, method: str, warm_ms: float = 0.0, peak: bool = False) -> RoundTimes | None:
-        self.slots.refresh()
+        self.slots.refresh()  # with the references, as before the candidate's rounds
 
         def launch(j: int) -> Any:
             out = self.call(j)
@@ -127,7 +127,6 @@ class LocalRounds(Rounds):
                 raise
             self.timer.graph = None
             return None
-        self.slots.truths()  # the judge's work between two of the candidate's rounds, here too
         del copies
         return times
 
