@@ -70,6 +70,7 @@ def main() -> None:
     parser.add_argument("--candidate", default="examples/rmsnorm_triton.py")
     parser.add_argument("--out", type=Path)
     parser.add_argument("--keep", type=Path, help="copy each tool's report here")
+    parser.add_argument("--quick", action="store_true", help="only: plain, cold (compiles); parallel, warm")
     args = parser.parse_args()
     task = load_task(args.task)
     calls = items(task, task.dtypes)
@@ -82,8 +83,9 @@ def main() -> None:
     work = Path(tempfile.mkdtemp(prefix="sanitize-cost-"))
     warm, cold = work / "warm", work / "cold"
     rows["plain, cold"] = _plain(job, _env(warm), warm)
-    rows["plain, warm"] = _plain(job, _env(warm), warm)
-    for name in TOOLS:
+    if not args.quick:
+        rows["plain, warm"] = _plain(job, _env(warm), warm)
+    for name in () if args.quick else TOOLS:
         run = run_sanitizers(job, _env(warm), warm / f"alone-{name}", 600, tools=(name,))[0]
         rows[f"{name}, warm"] = dict(run.phases(), outcome=run.outcome, line=run.describe())
         if args.keep:
@@ -93,11 +95,16 @@ def main() -> None:
     started = time.time()
     runs = run_sanitizers(job, _env(warm), warm / "parallel", 600)
     rows["parallel, warm"] = {"total": round(time.time() - started, 3),
-                              **{r.tool: dict(r.phases(), outcome=r.outcome) for r in runs}}
+                              **{r.tool: dict(r.phases(), outcome=r.outcome, line=r.describe()) for r in runs}}
+    for run in runs if args.keep and args.quick else ():
+        args.keep.mkdir(parents=True, exist_ok=True)
+        if run.log and run.log.exists():
+            shutil.copy(run.log, args.keep / f"{Path(args.candidate).stem}-{run.tool}.txt")
     started = time.time()
-    runs = run_sanitizers(job, _env(cold), cold / "parallel", 600)
-    rows["parallel, cold"] = {"total": round(time.time() - started, 3),
-                              **{r.tool: dict(r.phases(), outcome=r.outcome) for r in runs}}
+    if not args.quick:
+        runs = run_sanitizers(job, _env(cold), cold / "parallel", 600)
+        rows["parallel, cold"] = {"total": round(time.time() - started, 3),
+                                  **{r.tool: dict(r.phases(), outcome=r.outcome) for r in runs}}
     for name, row in rows.items():
         print(f"{name:16s} {json.dumps(row)}")
     if args.out:
