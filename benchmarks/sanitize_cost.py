@@ -92,6 +92,12 @@ def main() -> None:
             args.keep.mkdir(parents=True, exist_ok=True)
             if run.log and run.log.exists():
                 shutil.copy(run.log, args.keep / f"{Path(args.candidate).stem}-{name}.txt")
+    if not args.quick:
+        fast = SanitizeJob(**{**job.__dict__, "fast_exit": True})
+        started = time.time()
+        runs = run_sanitizers(fast, _env(warm), warm / "parallel-fast-exit", 600)
+        rows["parallel, warm, os._exit"] = {"total": round(time.time() - started, 3),
+                                            **{r.tool: dict(r.phases(), outcome=r.outcome) for r in runs}}
     started = time.time()
     runs = run_sanitizers(job, _env(warm), warm / "parallel", 600)
     rows["parallel, warm"] = {"total": round(time.time() - started, 3),

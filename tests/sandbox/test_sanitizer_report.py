@@ -108,6 +108,63 @@ CCCL_1903 = """\
   ========= Error: Race reported between Write access at void cub::CUB_200500_600_700_800_NS::BlockStore<float, (int)64, (int)1, (cub::CUB_200500_600_700_800_NS::BlockStoreAlgorithm)4, (int)1, (int)1, (int)0>::StoreInternal<(cub::CUB_200500_600_700_800_NS::BlockStoreAlgorithm)4, (int)0>::Store<float *>(T1, float (&)[1], int)+0xa70 in /home/coder/cccl/cub/cub/block/block_store.cuh:980
 """
 
+# This workplace's H100 (compute-sanitizer 2025.3.1, torch 2.11, triton 3.6), memcheck on
+# tests/adversarial/candidates/vector_add/tail_store_past_end.py through the sanitize stage's process
+# (benchmarks/sanitize_cost.py --keep). 2025.3 says "Access to" where earlier versions said
+# "Address", and writes sizes with thousands separators. Records 3 to 23 elided: 24 in all.
+H100_MEMCHECK = """\
+========= COMPUTE-SANITIZER
+========= Invalid __global__ write of size 4 bytes
+=========     at _add_tail_unmasked+0x1a0 in tail_store_past_end.py:25
+=========     by thread (104,0,0) in block (7,0,0)
+=========     Access to 0x7fc558822fa0 is out of bounds
+=========     and is 1 bytes after the nearest allocation at 0x7fc558822000 of size 4,000 bytes
+========= 
+========= Invalid __global__ write of size 4 bytes
+=========     at _add_tail_unmasked+0x1a0 in tail_store_past_end.py:25
+=========     by thread (105,0,0) in block (7,0,0)
+=========     Access to 0x7fc558822fa4 is out of bounds
+=========     and is 5 bytes after the nearest allocation at 0x7fc558822000 of size 4,000 bytes
+========= 
+========= Invalid __global__ write of size 4 bytes
+=========     at _add_tail_unmasked+0x1a0 in tail_store_past_end.py:25
+=========     by thread (127,0,0) in block (7,0,0)
+=========     Access to 0x7fc558822ffc is out of bounds
+=========     and is 93 bytes after the nearest allocation at 0x7fc558822000 of size 4,000 bytes
+========= 
+========= Error: process didn't terminate successfully
+========= Target application returned an error
+========= ERROR SUMMARY: 24 errors
+"""
+
+# The same machine, initcheck on tests/adversarial/candidates/vector_add/scratch_assumed_zero.py: 513
+# errors, 200 printed (--print-limit 200), the rest dropped; records 3 to 200 elided.
+H100_INITCHECK = """\
+========= COMPUTE-SANITIZER
+========= Uninitialized __global__ memory read of size 4 bytes
+=========     at _add_with_carry+0x250 in scratch_assumed_zero.py:26
+=========     by thread (96,0,0) in block (0,0,0)
+=========     Address 0x7fb46ae00000
+========= 
+========= Uninitialized __global__ memory read of size 4 bytes
+=========     at _add_with_carry+0x250 in scratch_assumed_zero.py:26
+=========     by thread (97,0,0) in block (0,0,0)
+=========     Address 0x7fb46ae00000
+========= 
+========= Warning: Error buffer overflow has been detected. Some records have been dropped
+========= 
+========= ERROR SUMMARY: 513 errors
+========= ERROR SUMMARY: 312 errors were not printed. Use --print-limit option to adjust the number of printed errors
+========= 
+========= 768 errors were skipped (error buffer overflow).
+"""
+
+# The same machine, a clean racecheck run (examples/rmsnorm_triton.py on normalization/rmsnorm).
+H100_RACECHECK_CLEAN = """\
+========= COMPUTE-SANITIZER
+========= RACECHECK SUMMARY: 0 hazards displayed (0 errors, 0 warnings)
+"""
+
 # gunrock/gunrock#844 (2021, cuda-memcheck racecheck in hazard mode): a warning-level hazard.
 GUNROCK_844 = """\
 ========= WARN:(Warp Level Programming) Potential RAW hazard detected at __shared__ 0xf4 in block (0, 0, 0) :
@@ -171,14 +228,36 @@ def test_racecheck_warnings_are_kept_apart_and_the_summary_is_read():
 def test_racecheck_error_with_source_location_and_indented_report():
     finding = parse("racecheck", CCCL_1903, prefix="  =========").findings[0]
     assert finding.kind == RACE
-    assert finding.kernel.startswith("cub::CUB_200500_600_700_800_NS::BlockSto") and len(finding.kernel) <= 120
-    assert finding.kernel.endswith("::Store<float *>")
+    kernel, location = finding.kernel.split(" at ")
+    assert kernel.startswith("cub::CUB_200500_600_700_800_NS::BlockSto") and len(kernel) <= 120
+    assert kernel.endswith("::Store<float *>") and location == "/home/coder/cccl/cub/cub/block/block_store.cuh:980"
 
 
 def test_racecheck_hazard_mode_warning_is_not_an_error():
     report = parse("racecheck", GUNROCK_844)
     assert not report.findings and report.warnings[0].what == "shared-memory RAW hazard"
     assert report.warnings[0].kernel == "_ZN7gunrock5oprtr4CULL6KernelE"
+
+
+def test_h100_memcheck_report_of_a_store_past_the_end():
+    report = parse("memcheck", H100_MEMCHECK)
+    assert report.summary_errors == 24 and len(report.findings) == 1
+    assert report.findings[0].line() == (
+        "memcheck: Invalid __global__ write of size 4 bytes in kernel _add_tail_unmasked at tail_store_past_end.py:25 "
+        "(out of bounds, 1 bytes after an allocation of 4000 bytes, 3 times)")
+
+
+def test_h100_initcheck_report_counts_the_errors_once_and_takes_dropped_records_in_its_stride():
+    report = parse("initcheck", H100_INITCHECK)
+    assert report.summary_errors == 513 and report.tool_failure is None
+    assert [f.line() for f in report.findings] == [
+        "initcheck: Uninitialized __global__ memory read of size 4 bytes in kernel _add_with_carry at "
+        "scratch_assumed_zero.py:26 (2 times)"]
+
+
+def test_h100_clean_racecheck():
+    report = parse("racecheck", H100_RACECHECK_CLEAN)
+    assert report.clean and report.summary_errors == 0 and not report.warnings
 
 
 def test_a_clean_report_is_clean_and_a_report_without_a_summary_is_not():

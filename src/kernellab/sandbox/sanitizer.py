@@ -42,6 +42,7 @@ TOOLS = ("memcheck", "racecheck", "initcheck")
 # lands in the padding instead of inside the next allocation (where it would be a valid address).
 PADDING_BYTES = 1 << 16
 _COMMON = ("--report-api-errors", "no",  # torch and Triton probe the driver with calls that may fail
+           "--check-exit-code", "no",  # the target's own marks say how it ended
            "--print-limit", "200", "--show-backtrace", "no")
 _TOOL_OPTIONS = {"memcheck": ("--padding", str(PADDING_BYTES)), "racecheck": (), "initcheck": ()}
 OVERRIDE = "KERNELLAB_COMPUTE_SANITIZER"  # a path to the tool, or "none" (taken as absent)
@@ -74,6 +75,7 @@ class SanitizeJob:
     items: list[dict[str, Any]]
     seed: int = 0
     fp32_precision: str = "ieee"
+    fast_exit: bool = False  # leave with os._exit once done (no teardown of torch and the CUDA context)
 
 
 @dataclass
@@ -172,7 +174,7 @@ def run_sanitizers(job: SanitizeJob, env: dict[str, str], folder: Path, timeout_
         own = folder / tool
         own.mkdir(exist_ok=True)
         spec = {"candidate": str(job.candidate), "source": job.source, "where": job.where, "items": job.items,
-                "seed": job.seed, "fp32_precision": job.fp32_precision,
+                "seed": job.seed, "fp32_precision": job.fp32_precision, "fast_exit": job.fast_exit,
                 "status_path": str(own / "marks.jsonl"), "log_path": str(own / "candidate.log")}
         (own / "job.json").write_text(json.dumps(spec))
         command = [executable, "--tool", tool, *_COMMON, *_TOOL_OPTIONS[tool], "--log-file", str(own / "report.txt"),

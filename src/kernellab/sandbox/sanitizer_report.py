@@ -45,7 +45,8 @@ _HAZARD = re.compile(r"^(?P<level>ERROR|WARN)\S*:?\s*(?:\([^)]*\)\s*)?Potential 
 # Other memcheck records: hardware exceptions and out-of-range shared or local addresses.
 _OTHER_MEMCHECK = re.compile(r"^(Misaligned|Out-of-range|Illegal|Warp|Lane|Hardware|Invalid|Malloc|Free|"
                              r"Device[- ]side|Stack overflow|Address)\b.*", re.I)
-_ERROR_SUMMARY = re.compile(r"^ERROR SUMMARY: (?P<n>\d+) errors?", re.I)
+# "ERROR SUMMARY: 513 errors"; a second line "ERROR SUMMARY: 312 errors were not printed..." is not a count
+_ERROR_SUMMARY = re.compile(r"^ERROR SUMMARY: (?P<n>\d+) errors?\s*$", re.I)
 _RACE_SUMMARY = re.compile(r"^RACECHECK SUMMARY: (?P<n>\d+) hazards? displayed \((?P<e>\d+) errors?, "
                            r"(?P<w>\d+) warnings?\)", re.I)
 # The tool's own failures: no result about the candidate at all.
@@ -56,15 +57,18 @@ _TOOL_FAILURE = re.compile(r"(Device not supported|Internal Sanitizer Error|Sani
                            r"not supported on this (?:device|platform)|Unknown option|"
                            r"Error: (?:Could not|Unable))", re.I)
 # Records that are neither errors nor failures.
-_INFO = re.compile(r"^(COMPUTE-SANITIZER|LEAK SUMMARY|Program hit|Target application returned|"
+_INFO = re.compile(r"^(COMPUTE-SANITIZER|LEAK SUMMARY|ERROR SUMMARY|Program hit|Target application returned|"
+                   r"Error: process didn't terminate|\d+ errors were skipped|"
                    r"Warning: (?:Maximum number|Detected|Hazard count|Skipping|Device)|"
                    r"Process \d+ terminated|Saved host backtrace|Note:|Checking)", re.I)
 # Where: "at kernel(args)+0x70 in file:line", "at 0x70 in file:line:kernel(args)", "at 0x70 in kernel(args)".
 _AT_NEW = re.compile(r"^at (?P<fn>.+?)\+0x[0-9a-f]+(?: in .*)?$", re.I)
 _AT_OLD = re.compile(r"^at 0x[0-9a-f]+ in (?P<rest>.+)$", re.I)
-_ADDRESS = re.compile(r"^Address 0x[0-9a-f]+ (?P<why>is (?:out of bounds|misaligned|[^.]+?))\s*$", re.I)
-_NEAREST = re.compile(r"^and is (?P<n>\d+) bytes? (?P<side>after|before|inside) the nearest allocation at "
-                      r"0x[0-9a-f]+ of size (?P<size>\d+) bytes?", re.I)
+# "Address 0x.. is out of bounds" (until 2024), "Access to 0x.. is out of bounds" (2025.3)
+_ADDRESS = re.compile(r"^(?:Address|Access to) 0x[0-9a-f]+ (?P<why>is .+?)\s*$", re.I)
+_NEAREST = re.compile(r"^and is (?P<n>[\d,]+) bytes? (?P<side>after|before|inside) the nearest allocation at "
+                      r"0x[0-9a-f]+ of size (?P<size>[\d,]+) bytes?", re.I)
+_LOCATION = re.compile(r"\+0x[0-9a-f]+ in (?P<loc>\S+:\d+)\s*$", re.I)
 _HAZARDS = re.compile(r"\[(?P<n>\d+) hazards?\]\s*$")
 
 
@@ -147,10 +151,12 @@ def _kernel_from_at(line: str) -> str | None:
 
 
 def _where(record: list[str]) -> str:
+    """The kernel, and its source line where the report gives one: "_add_kernel at cand.py:25"."""
     for line in record[1:]:
         kernel = _kernel_from_at(line)
         if kernel:
-            return kernel
+            m = _LOCATION.search(line)
+            return f"{kernel} at {m.group('loc')}" if m else kernel
     return "(unknown kernel)"
 
 
@@ -162,12 +168,16 @@ def _why(record: list[str]) -> str:
             parts.append(m.group("why").removeprefix("is ").strip())
         m = _NEAREST.match(line)
         if m:
-            parts.append(f"{m.group('n')} bytes {m.group('side')} an allocation of {m.group('size')} bytes")
+            n, size = m.group("n").replace(",", ""), m.group("size").replace(",", "")
+            parts.append(f"{n} bytes {m.group('side')} an allocation of {size} bytes")
     return ", ".join(parts)
 
 
 def _race_kernel(where: str) -> str:
-    return _kernel_from_at("at " + where.strip()) or short_kernel(where)
+    line = "at " + where.strip()
+    kernel = _kernel_from_at(line) or short_kernel(where)
+    m = _LOCATION.search(line)
+    return f"{kernel} at {m.group('loc')}" if m else kernel
 
 
 def _kernel_in(line: str) -> str | None:
@@ -235,9 +245,10 @@ def parse(tool: str, text: str, prefix: str = PREFIX) -> Report:
     report.findings = list(found.values())
     report.warnings = list(warned.values())
     counted = report.summary_errors or 0
-    if report.tool_failure is None and counted > 0 and (
-            not report.findings or (unrecognised and sum(f.count for f in report.findings) < counted)):
+    if report.tool_failure is None and counted > 0 and not report.findings:
         # The tool counted errors this parser did not read: an unknown format must not pass as clean.
+        # (With findings the verdict is already a rejection; records beyond --print-limit are counted
+        # but never printed, so counts alone cannot say which were missed.)
         first = unrecognised[0][:160] if unrecognised else "no record of them was recognised"
         report.findings.append(Finding(tool, RACE if tool == "racecheck" else MEMORY_SAFETY,
                                        f"{counted} error(s) in a format this parser does not read",
