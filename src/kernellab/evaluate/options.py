@@ -55,7 +55,7 @@ class EvalOptions:
     # The sanitize stage (compute-sanitizer memcheck, racecheck, initcheck on the small and edge configs;
     # GPU only): seconds per candidate, so a search loop's screening evaluations turn it off.
     sanitize: bool = True
-    sanitize_timeout_s: float = 300.0  # each tool's process, start to exit (racecheck is the slowest)
+    sanitize_timeout_s: float = 180.0  # each tool's process, start to exit; past it the stage notes the tool unfinished
     device: str | None = None  # "cuda" | "cpu"; default: cuda when available
     work_dir: Path | None = None
     cache_dir: Path | None = None
