@@ -91,6 +91,12 @@ class ToolRun:
     timed_out: bool = False
     log: Path | None = None  # the tool's report
     candidate_log: Path | None = None
+    calls: int = 0  # the job's items
+
+    @property
+    def checked(self) -> int:
+        """The items whose calls finished under the tool."""
+        return sum(1 for m in self.marks if m.get("phase") == "item")
 
     def mark(self, phase: str) -> dict[str, Any] | None:
         return next((m for m in self.marks if m.get("phase") == phase), None)
@@ -127,7 +133,8 @@ class ToolRun:
                 if self.mark("ready") is None else "the tool wrote no summary")
             return f"compute-sanitizer {self.tool} could not check the candidate: {why}"
         if outcome == "timeout":
-            return f"compute-sanitizer {self.tool} did not finish within {self.seconds:.0f} s"
+            return (f"compute-sanitizer {self.tool} did not finish within {self.seconds:.0f} s: {self.checked} of "
+                    f"{self.calls} calls checked, smallest configs first (the rest not sanitized)")
         if outcome == "candidate_failure":
             raised = self.mark("raised")
             if raised is not None:
@@ -201,6 +208,8 @@ def run_sanitizers(job: SanitizeJob, env: dict[str, str], folder: Path, timeout_
         out.close()
         runs[tool] = _collect(tool, folder / tool, None if timed_out else proc.returncode, t0,
                               ended.get(tool, time.time()), timed_out)
+    for run in runs.values():
+        run.calls = len(job.items)
     return [runs[tool] for tool in tools]
 
 

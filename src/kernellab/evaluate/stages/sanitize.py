@@ -34,18 +34,22 @@ KINDS = {"memory_safety": ViolationKind.MEMORY_SAFETY, "race": ViolationKind.RAC
 SANITIZED = (Visibility.SMALL, Visibility.EDGE)
 
 
-def items(task, dtypes: tuple[str, ...]) -> list[dict]:
+def items(task, dtypes: tuple[str, ...], size=None) -> list[dict]:
     """Every small and edge config × dtype, forward; for backward tasks also forward+backward (a
-    candidate may take another path when its inputs require grad)."""
+    candidate may take another path when its inputs require grad). ``size`` (config -> elements)
+    orders the configs smallest first: a tool stopped at its time limit has then checked the most
+    calls it could (racecheck on a 1×4096×4096 matmul takes tens of seconds)."""
+    configs = [c for visibility in SANITIZED for c in task.configs_of(visibility)]
+    if size is not None:
+        configs.sort(key=size)  # stable: small configs keep their place before edge ones of equal size
     out = []
-    for visibility in SANITIZED:
-        for config in task.configs_of(visibility):
-            for dtype in dtypes:
-                base = {"label": config.label, "values": config.as_dict(), "dtype": dtype,
-                        "keep_dtype": list(task.keep_dtype), "grad_inputs": None}
-                out.append(base)
-                if task.backward:
-                    out.append(dict(base, grad_inputs=list(task.grad_inputs)))
+    for config in configs:
+        for dtype in dtypes:
+            base = {"label": config.label, "values": config.as_dict(), "dtype": dtype,
+                    "keep_dtype": list(task.keep_dtype), "grad_inputs": None}
+            out.append(base)
+            if task.backward:
+                out.append(dict(base, grad_inputs=list(task.grad_inputs)))
     return out
 
 
@@ -56,7 +60,7 @@ def run(ctx) -> StageResult:
     if ctx.verdict.violations:
         return StageResult(Stage.SANITIZE, True, skipped="not run: the candidate already has violations")
     task = session.task
-    calls = items(task, session.resolved.dtypes)
+    calls = items(task, session.resolved.dtypes, size=lambda config: session.problem(config).input_numel())
     if not calls:
         return StageResult(Stage.SANITIZE, True, skipped="the task has no small or edge configs")
     if ctx.child is not None:
