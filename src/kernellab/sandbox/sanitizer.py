@@ -138,11 +138,12 @@ class ToolRun:
         if outcome == "candidate_failure":
             raised = self.mark("raised")
             if raised is not None:
-                return (f"under compute-sanitizer {self.tool} the candidate raised on {raised.get('label') or 'import'}: "
-                        f"{raised.get('error')}")
+                where = raised.get("label") or "import"
+                return f"under compute-sanitizer {self.tool} the candidate raised on {where}: {raised.get('error')}"
             status = f"status {self.exitcode}" if self.exitcode is not None and self.exitcode >= 0 \
                 else f"signal {-(self.exitcode or 0)}"
-            return f"under compute-sanitizer {self.tool} the candidate's process ended ({status}) before its calls were done"
+            return (f"under compute-sanitizer {self.tool} the candidate's process ended ({status}) before its calls "
+                    f"were done")
         if outcome == "findings":
             return "; ".join(f.line() for f in self.report.findings)
         return f"compute-sanitizer {self.tool}: clean"

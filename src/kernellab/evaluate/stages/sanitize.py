@@ -81,21 +81,21 @@ def judge(ctx, runs: list[ToolRun], calls: int) -> StageResult:
     fails the stage, a tool that could not check (absent, unsupported device, time limit) is a note."""
     result = StageResult(Stage.SANITIZE, True)
     unchecked, failures = [], []
-    for run_ in runs:
-        outcome = run_.outcome
-        log.info("sanitize %s: %s in %.1f s %s", run_.tool, outcome, run_.seconds, run_.phases())
+    for tool_run in runs:
+        outcome = tool_run.outcome
+        log.info("sanitize %s: %s in %.1f s %s", tool_run.tool, outcome, tool_run.seconds, tool_run.phases())
         if outcome == "findings":
-            for finding in run_.report.findings:
+            for finding in tool_run.report.findings:
                 ctx.violate(KINDS[finding.kind], finding.line())
         elif outcome == "candidate_failure":
-            failures.append(run_.describe())
+            failures.append(tool_run.describe())
         elif outcome in ("tool_failure", "timeout"):
-            unchecked.append(run_.describe())
-        for warning in run_.report.warnings:
+            unchecked.append(tool_run.describe())
+        for warning in tool_run.report.warnings:
             _note(ctx, f"racecheck warning (a possible hazard, not counted): {warning.line()}")
-        ready = run_.mark("ready") or {}
-        if ready.get("cached") and run_.tool in ("initcheck", "memcheck"):
-            _note(ctx, f"{run_.tool} ran with torch's caching allocator on (PYTORCH_NO_CUDA_MEMORY_CACHING had no "
+        ready = tool_run.mark("ready") or {}
+        if ready.get("cached") and tool_run.tool in ("initcheck", "memcheck"):
+            _note(ctx, f"{tool_run.tool} ran with torch's caching allocator on (PYTORCH_NO_CUDA_MEMORY_CACHING had no "
                        f"effect): reused blocks look initialised and in bounds")
     own = [v for v in ctx.verdict.violations if v.kind in KINDS.values()]
     result.passed = not own and not failures
@@ -105,8 +105,8 @@ def judge(ctx, runs: list[ToolRun], calls: int) -> StageResult:
     slowest = max((r.seconds for r in runs), default=0.0)
     done = [r.tool for r in runs if r.outcome == "clean"]
     if unchecked:
-        result.skipped = f"not checked by {', '.join(r.tool for r in runs if r.outcome in ('tool_failure', 'timeout'))}" \
-                         f": {unchecked[0]}"
+        missing = [r.tool for r in runs if r.outcome in ("tool_failure", "timeout")]
+        result.skipped = f"not checked by {', '.join(missing)}: {unchecked[0]}"
     elif result.passed:
         _note(ctx, f"compute-sanitizer {', '.join(done or TOOLS)}: {calls} calls on small and edge configs, clean "
                    f"({slowest:.1f} s, the tools in parallel)")
