@@ -45,7 +45,8 @@ def test_a_candidate_that_ends_its_process_is_an_escape_and_the_session_goes_on(
 def test_stages_run_in_contract_order_and_the_json_is_complete(session_off):
     verdict = session_off.evaluate(GOOD)
     names = [s.name.value for s in verdict.stages]
-    order = ["static", "load", "smoke", "shape_sweep", "stability", "determinism", "edge", "timing", "holdout"]
+    order = ["static", "load", "smoke", "shape_sweep", "stability", "determinism", "edge", "sanitize", "timing",
+             "holdout"]
     assert names == [n for n in order if n in names] and names[:3] == order[:3]
     document = verdict.to_dict()
     for key in ("schema", "task", "candidate", "device", "mode", "versions", "policy", "seed", "status", "compiled",

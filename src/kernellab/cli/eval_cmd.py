@@ -34,6 +34,10 @@ def eval_command(
         None, "--compile-ahead", min=0,
         help=f"helper processes compiling a Triton candidate's kernels ahead of its checks (default: up to "
              f"{MAX_HELPERS}, one per {CORES_PER_HELPER} cores, on a GPU of its own; 0: none)"),
+    sanitize: bool = typer.Option(
+        True, "--sanitize/--no-sanitize",
+        help="compute-sanitizer memcheck, racecheck and initcheck on the small and edge configs (GPU only; "
+             "seconds per candidate)"),
     as_json: bool = typer.Option(False, "--json", help="print exactly one JSON document on stdout"),
     debug: bool = typer.Option(False, "--debug", help="tracebacks and worker logs"),
 ) -> None:
@@ -43,7 +47,7 @@ def eval_command(
             raise TaskError(f"candidate {candidate} does not exist or is not a file")
         loaded = load_task(task)
         options = EvalOptions(policy=policy, configs=configs, dtypes=tuple(dtype) if dtype else None, seed=seed,
-                              device=device, compile_ahead=compile_ahead, debug=debug)
+                              device=device, compile_ahead=compile_ahead, sanitize=sanitize, debug=debug)
         console = Console(stderr=True)
         with stdout_to_stderr(), EvalSession(loaded, options) as session:
             console.print(f"[bold]{loaded.id}[/] on {session.device_label} ({session.mode.value})")

@@ -1,5 +1,5 @@
 """The gated pipeline: static → load → smoke → shape_sweep → stability → determinism → edge →
-backward → timing → holdout. A correctness stage that fails ends the run; timing needs a correct
+backward → sanitize → timing → holdout. A correctness stage that fails ends the run; timing needs a correct
 candidate; the holdout stage is scored apart and never makes a seen-correct candidate incorrect.
 """
 
@@ -70,13 +70,13 @@ class EvalContext:
 
 
 def _stage_table() -> list[tuple[Stage, Callable]]:
-    from kernellab.evaluate.stages import correctness, load, performance, static
+    from kernellab.evaluate.stages import correctness, load, performance, sanitize, static
 
     return [(Stage.STATIC, static.run), (Stage.LOAD, load.run), (Stage.SMOKE, correctness.smoke),
             (Stage.SHAPE_SWEEP, correctness.shape_sweep), (Stage.STABILITY, correctness.stability),
             (Stage.DETERMINISM, correctness.determinism), (Stage.EDGE, correctness.edge),
-            (Stage.BACKWARD, correctness.backward), (Stage.TIMING, performance.timing),
-            (Stage.HOLDOUT, correctness.holdout)]
+            (Stage.BACKWARD, correctness.backward), (Stage.SANITIZE, sanitize.run),
+            (Stage.TIMING, performance.timing), (Stage.HOLDOUT, correctness.holdout)]
 
 
 def run_pipeline(session, path: Path) -> Verdict:

@@ -32,6 +32,7 @@ class Stage(str, enum.Enum):
     DETERMINISM = "determinism"
     EDGE = "edge"
     BACKWARD = "backward"
+    SANITIZE = "sanitize"
     TIMING = "timing"
     HOLDOUT = "holdout"
 
@@ -49,6 +50,8 @@ class ViolationKind(str, enum.Enum):
     OUTPUT_CONTRACT = "output_contract"
     PHASE_DETECTION = "phase_detection"
     PROCESS_ESCAPE = "process_escape"
+    MEMORY_SAFETY = "memory_safety"
+    RACE = "race"
 
 
 class Mode(str, enum.Enum):

@@ -25,7 +25,7 @@ log = logging.getLogger(__name__)
 # Short timing: enough to tell a 2x better tile from a worse one, not to report a speedup.
 SCREEN_OPTIONS = EvalOptions(configs="seen", trials=1, timing_budget_s=0.1, timing_min_samples=10,
                              timing_max_samples=60, compile_baseline=False, time_holdout=False,
-                             request_timeout_s=120.0, compile_timeout_s=180.0)
+                             request_timeout_s=120.0, compile_timeout_s=180.0, sanitize=False)
 
 
 def screening_options(task: Task, base: EvalOptions = SCREEN_OPTIONS) -> EvalOptions:

@@ -4,7 +4,7 @@
   search verdict can never carry them into feedback), with a cheap stage selection: static, load,
   smoke, the seen-config shape sweep, edge configs, backward where the task has it, and timing with
   a short budget and no ``torch.compile`` baseline (unless a stop rule targets a speedup over it).
-  Stability and determinism are left to the end.
+  Stability, determinism and sanitize (compute-sanitizer, seconds per candidate) are left to the end.
 - ``final``: a session over the pristine task (re-read from its own files, never from the
   workspace's copy) running every stage, holdout included, on a kernel file outside the workspace.
 """
@@ -32,12 +32,14 @@ SEARCH_TRIALS = 2  # fresh input sets per seen config in the search's shape swee
 def search_options(base: EvalOptions, *, compile_baseline: bool = False) -> EvalOptions:
     """``compile_baseline``: time ``torch.compile`` too (a stop rule that targets a speedup over it)."""
     cheap = dataclasses.replace(base, configs="seen", time_holdout=False, compile_baseline=compile_baseline,
+                                sanitize=False,
                                 timing_budget_s=min(base.timing_budget_s, SEARCH_TIMING_BUDGET_S),
                                 trials=min(base.trials, SEARCH_TRIALS))
     return with_stages(cheap, *SEARCH_STAGES)
 
 
 def final_options(base: EvalOptions) -> EvalOptions:
+    """Every stage, holdout included, and sanitize (on a GPU) unless ``base`` turned it off."""
     return dataclasses.replace(base, configs="all", stages=ALL_STAGES)
 
 
