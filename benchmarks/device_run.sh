@@ -17,7 +17,7 @@ nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv > "
 for step in $steps; do
   start=$(date +%s)
   case "$step" in
-    corpus) timeout 420 python -m pytest -q -p no:cacheprovider -rf tests/adversarial/test_corpus.py ;;
+    corpus) timeout 580 python -m pytest -q -p no:cacheprovider -rf tests/adversarial/test_corpus.py ;;
     timing) timeout 240 python benchmarks/timing_vs_do_bench.py --out "$RES/timing_vs_do_bench.json" ;;
     timing100) timeout 240 python benchmarks/timing_vs_do_bench.py --flush-mib 100 --out "$RES/timing_vs_do_bench_flush100.json" ;;
     faults) timeout 120 python benchmarks/fault_isolation.py --out "$RES/fault_isolation.json" ;;
