@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The verifier's GPU evidence in one go: GPU tests, the adversarial corpus on the GPU, and the
 # benchmarks. Logs and JSON go to $OUT (default benchmarks/results). Usage:
-#   bash benchmarks/device_run.sh [corpus|timing|faults|speed|speedcold|units|repeat|null]...   (default: all but speedcold, null)
+#   bash benchmarks/device_run.sh [corpus|timing|rounds|faults|speed|speedcold|units|repeat|null|sanitize]...
+#   (default: corpus timing faults speed units repeat)
 #   the timing comparison with the 2 x L2 flush of earlier versions (an H100's 100 MiB):  timing100
 #   the suite on all configs, one ~10-minute call per shard:  validate1 .. validate4, selfcheck1 .. selfcheck4
 #   the search agent improving the suite's Triton baselines:  search (keep-revert), evolve
@@ -24,6 +25,9 @@ for step in $steps; do
     speed) timeout 220 python benchmarks/eval_speed.py --skip-empty-cache --repeats 5 --profile "$RES/eval_profile.txt" --out "$RES/eval_speed.json" ;;
     speedcold) timeout 400 python benchmarks/eval_speed.py --out "$RES/eval_speed_cold.json" ;;
     units) timeout 300 python -m pytest -q -p no:cacheprovider -rf -m gpu tests/sandbox tests/evaluate tests/tasks tests/cli tests/run ;;
+    sanitize) timeout 300 python -m pytest -q -p no:cacheprovider -rf -m gpu tests/evaluate/test_sanitize.py \
+                && timeout 240 python benchmarks/sanitize_cost.py --out "$RES/sanitize_cost.json" ;;
+    rounds) timeout 240 python benchmarks/rounds_vs_do_bench.py --out "$RES/rounds_vs_do_bench.json" ;;
     repeat) timeout 240 python benchmarks/eval_repeatability.py --out "$RES/eval_repeatability.json" ;;
     null) timeout 300 python benchmarks/null_candidate_speedup.py --out "$RES/null_candidate_speedup.json" ;;
     validate[1-4]) timeout 560 python -m kernellab.cli.main tasks validate --device cuda --shard "${step#validate}/4" \
