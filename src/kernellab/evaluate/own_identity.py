@@ -62,7 +62,8 @@ def mangled_identifiers(symbol: str) -> list[str]:
             continue
         n, start = int(m.group()), i + len(m.group())
         word = symbol[start:start + n]
-        if n and len(word) == n and re.fullmatch(r"[A-Za-z_]\w*", word):
+        substitution = symbol[i - 1] in "ST"  # S1_, T0_: back-references, not lengths
+        if n and not substitution and len(word) == n and re.fullmatch(r"[A-Za-z_]\w*", word):
             names.append(word)
             i = start + n
         else:
