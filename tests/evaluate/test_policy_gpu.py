@@ -21,7 +21,7 @@ from kernellab.sandbox.forkserver import kept_env, server_env, shared_server
 from kernellab.sandbox.own_compiles import OWN_SUFFIX
 from kernellab.tasks.model import Policy
 
-pytestmark = pytest.mark.gpu
+pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")]
 
 CANDIDATE = '''
 import torch
