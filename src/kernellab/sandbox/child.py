@@ -157,7 +157,7 @@ class Harness:
         module_spec = importlib.util.spec_from_file_location(name, path)
         module = importlib.util.module_from_spec(module_spec)
         sys.modules[name] = module
-        mark_own_compiles(path)  # the candidate's kernels compile under names no library kernel has
+        mark_own_compiles(path, self.interpret)  # its kernels compile under names no library kernel has
         self.launch_log = record_interpreted_launches() if self.interpret else None
         module_spec.loader.exec_module(module)
         # ModelNew by contract; a bare reference (class Model) may be evaluated as its own candidate.

@@ -72,14 +72,14 @@ class _Installed:
 _INSTALLED = _Installed()
 
 
-def mark_own_compiles(candidate_path: str) -> None:
-    """Install both renamings for kernels of ``candidate_path`` (once per process, before its import)."""
-    if _INSTALLED.path is not None:
-        _INSTALLED.path = candidate_path
-        return
+def mark_own_compiles(candidate_path: str, interpret: bool = False) -> None:
+    """Install both renamings for kernels of ``candidate_path`` (once per process, before its import).
+    Under the Triton interpreter nothing is compiled, and Triton's compiler is left unimported."""
+    first = _INSTALLED.path is None
     _INSTALLED.path = candidate_path
-    _rename_triton_kernels()
-    _rename_extension_kernels()
+    if first and not interpret:
+        _rename_triton_kernels()
+        _rename_extension_kernels()
 
 
 def _defined_in_candidate(jit_fn: Any) -> bool:
@@ -91,7 +91,7 @@ def _defined_in_candidate(jit_fn: Any) -> bool:
 def _rename_triton_kernels() -> None:
     try:
         from triton.compiler import code_generator
-    except ImportError:  # pragma: no cover - triton is a dependency
+    except Exception:  # noqa: BLE001 - no compiler here: nothing is renamed, so nothing counts as own
         return
     original = code_generator.ast_to_ttir
 
