@@ -17,6 +17,7 @@ import torch
 from kernellab.evaluate.own_identity import OwnKernelReader
 from kernellab.evaluate.policy import KernelRecord, Origin, host_read_limit, judge_trace, kernel_origin
 from kernellab.sandbox.candidate import CandidateProcess, ChildSpec
+from kernellab.sandbox.evidence import END_MARKER
 from kernellab.sandbox.forkserver import kept_env, server_env, shared_server
 from kernellab.sandbox.own_compiles import OWN_SUFFIX
 from kernellab.tasks.model import Policy
@@ -75,6 +76,14 @@ def test_the_candidates_kernel_runs_under_its_suffixed_name(traced):
     assert identity.kernels == {"vectorized_elementwise_kernel" + OWN_SUFFIX}
     origins = {kernel_origin(n, identity) for n in names}
     assert Origin.OWN in origins and Origin.LIBRARY in origins
+
+
+def test_the_call_ends_with_a_marker_before_the_harness_copies_its_output(traced):
+    value, _, _ = traced
+    names = [r["name"] for r in value["trace"]]
+    end = max(i for i, n in enumerate(names) if END_MARKER in n)
+    assert any("CUDAFunctor_add" in n for n in names[:end])
+    assert names[end + 1:] and all(n.startswith("Memcpy DtoD") or "copy" in n for n in names[end + 1:])
 
 
 def test_device_to_host_copies_carry_their_bytes(traced):

@@ -98,6 +98,8 @@ class TraceJudgement:
     library_kernels: dict[str, float] = field(default_factory=dict)  # every other name -> share
     own_kernels: dict[str, float] = field(default_factory=dict)  # own kernel name -> share
     to_host_bytes: int = 0
+    # own / (own + torch data movement) GPU time, launch floors taken off; None when too short to judge
+    strict_share: float | None = None
 
 
 def kernel_function_name(name: str) -> str:
@@ -200,7 +202,7 @@ def judge_trace(kernels: list[KernelRecord], own: OwnIdentity, policy: Policy, l
         if library:
             flag(ViolationKind.POLICY, f"library kernels ran in a strict task: {_listing(library)}")
         if own_kernels:
-            _strict_share(kernels, origins, calls, flag)
+            judgement.strict_share = _strict_share(kernels, origins, calls, flag)
         if host_limit is not None and to_host > host_limit:
             flag(ViolationKind.POLICY, f"{_bytes(to_host)} copied from the device to the host in a strict task "
                                        f"(input-sized: over {_bytes(host_limit)}): host compute")
@@ -226,8 +228,9 @@ def _effective_us(record: KernelRecord) -> float:
     return max(record.duration_us - LAUNCH_FLOOR_US, 0.0)
 
 
-def _strict_share(kernels: list[KernelRecord], origins: list[Origin], calls: int, flag) -> None:
-    """Own kernels must carry the work: at least ``MIN_STRICT_OWN_SHARE`` of own + data movement."""
+def _strict_share(kernels: list[KernelRecord], origins: list[Origin], calls: int, flag) -> float | None:
+    """Own kernels must carry the work: at least ``MIN_STRICT_OWN_SHARE`` of own + data movement.
+    Returns the share, or None where the call is too short to judge."""
     moving = (Origin.DATA_MOVEMENT, Origin.MEMCPY, Origin.TO_HOST)
     own_us = sum(_effective_us(r) for r, o in zip(kernels, origins) if o is Origin.OWN)
     moved = Counter()
@@ -236,12 +239,14 @@ def _strict_share(kernels: list[KernelRecord], origins: list[Origin], calls: int
             moved[r.name] += _effective_us(r)
     moved_us = sum(moved.values())
     judged = own_us + moved_us
-    if judged < SHARE_JUDGED_US * max(calls, 1) or own_us >= MIN_STRICT_OWN_SHARE * judged:
-        return
-    shares = {n: us / judged for n, us in moved.items() if us > 0}
-    flag(ViolationKind.POLICY, f"torch data movement carries {moved_us / judged:.0%} of the candidate's GPU time "
-                               f"and its own kernels {own_us / judged:.0%} (at least {MIN_STRICT_OWN_SHARE:.0%} "
-                               f"in a strict task): {_listing(shares)}")
+    if judged < SHARE_JUDGED_US * max(calls, 1):
+        return None
+    if own_us < MIN_STRICT_OWN_SHARE * judged:
+        shares = {n: us / judged for n, us in moved.items() if us > 0}
+        flag(ViolationKind.POLICY, f"torch data movement carries {moved_us / judged:.0%} of the candidate's GPU "
+                                   f"time and its own kernels {own_us / judged:.0%} (at least "
+                                   f"{MIN_STRICT_OWN_SHARE:.0%} in a strict task): {_listing(shares)}")
+    return own_us / judged
 
 
 def _copy_bytes(record: KernelRecord) -> int:

@@ -8,14 +8,19 @@ from anything the child reports about itself.
 
 from __future__ import annotations
 
+import logging
 import weakref
 from typing import Any
 
 import torch
 
 from kernellab.evaluate.own_identity import OwnIdentity, OwnKernelReader
-from kernellab.evaluate.policy import CpuCallEvidence, KernelRecord, host_read_limit, judge_cpu_call, judge_trace
+from kernellab.evaluate.policy import (CpuCallEvidence, KernelRecord, Origin, host_read_limit, judge_cpu_call,
+                                       judge_trace, kernel_origin)
 from kernellab.evaluate.verdict import Violation, ViolationKind
+from kernellab.sandbox.evidence import END_MARKER
+
+log = logging.getLogger(__name__)
 
 # One reader per candidate child: it remembers the compile entries it has read.
 _READERS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
@@ -54,10 +59,27 @@ def judge_traced_calls(ctx, trace: list[dict[str, Any]], *, where: str, calls: i
         return [Violation(ViolationKind.POLICY, f"{where}: the traced call left no GPU records")]
     records = [KernelRecord(name=r["name"], stream=r["stream"], duration_us=r["duration_us"], bytes=r.get("bytes"))
                for r in trace]
-    marker, rest = records[0], records[1:]
+    identity = own_identity(ctx)
+    marker, rest = records[0], candidate_records(records[1:], identity)
     limit = host_read_limit(input_bytes, calls) if input_bytes else None
-    judgement = judge_trace(rest, own_identity(ctx), ctx.policy, marker.stream, host_limit=limit, calls=calls)
+    judgement = judge_trace(rest, identity, ctx.policy, marker.stream, host_limit=limit, calls=calls)
+    if judgement.strict_share is not None:  # benchmarks/strict_share.py collects these
+        log.debug("strict share %.4f at %s", judgement.strict_share, where)
     return [Violation(v.kind, f"{where}: {v.detail}") for v in judgement.violations]
+
+
+def candidate_records(records: list[KernelRecord], identity: OwnIdentity) -> list[KernelRecord]:
+    """The records charged to the candidate: all up to the last end-of-call marker (``CallSpan``),
+    and after it only compute (kernels that are not data movement), since what follows is the
+    harness copying outputs and gradients to send them; a candidate's work deferred past the marker
+    is still judged. Without a marker (an older child), every record."""
+    ends = [i for i, r in enumerate(records) if END_MARKER in r.name]
+    if not ends:
+        return records
+    last = ends[-1]
+    kept = [r for i, r in enumerate(records[:last]) if i not in ends]
+    moving = (Origin.DATA_MOVEMENT, Origin.MEMCPY, Origin.TO_HOST)
+    return kept + [r for r in records[last + 1:] if kernel_origin(r.name, identity) not in moving]
 
 
 def request_violations(ctx, value: dict[str, Any], where: str, inputs: list[Any] | None = None) -> list[Violation]:

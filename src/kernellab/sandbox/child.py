@@ -27,8 +27,9 @@ import torch
 
 from kernellab.sandbox import clock  # binds the timers before any candidate code can patch them
 from kernellab.sandbox.channel import Channel, ChannelClosed, ProtocolError
-from kernellab.sandbox.evidence import (OpLog, compiled_graphs, fingerprint, kernel_records, mark_launch_stream,
-                                        poison_fill, record_interpreted_launches, track_interpreter_launches)
+from kernellab.sandbox.evidence import (CallSpan, OpLog, compiled_graphs, fingerprint, kernel_records,
+                                        mark_launch_stream, poison_fill, record_interpreted_launches,
+                                        track_interpreter_launches)
 from kernellab.sandbox.own_compiles import mark_own_compiles
 from kernellab.tasks.materialize import (build_model, cast_model, copy_matching_state, flatten_outputs,
                                          forward_input_names, module_init_inputs, module_inputs)
@@ -234,14 +235,20 @@ class Harness:
         results = []
         oplog = OpLog(self.launches) if self.device == "cpu" else None
         launch_log = getattr(self, "launch_log", None)
-        profiler = _start_profiler() if profile and self.device == "cuda" else None
+        traced = profile and self.device == "cuda"
+        # Traced on a GPU, the call runs in a CallSpan (passed where the CPU's op log goes): it marks
+        # where the candidate's work ends. The profiler starts after the first call's poisoning.
+        context = oplog if oplog is not None else (CallSpan() if traced else None)
+        profiler = None
         try:
             for call in calls:
                 self._poison(poison_bytes)
+                if traced and profiler is None:
+                    profiler = _start_profiler()
                 if launch_log is not None:
                     launch_log.start_call()
                 try:
-                    results.append(self._one_call(model, call, oplog))
+                    results.append(self._one_call(model, call, context))
                 finally:
                     if launch_log is not None:
                         launch_log.end_call()

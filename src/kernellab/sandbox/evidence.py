@@ -332,6 +332,28 @@ def mark_launch_stream() -> None:
     torch.empty(MARKER_NUMEL, dtype=torch.float32, device="cuda").fill_(1.0)
 
 
+END_MARKER = "FillFunctor<short>"  # the name of mark_call_end's kernel in a trace
+
+
+def mark_call_end() -> None:
+    """Issue a fill of 16-bit integers where the candidate's part of a call ends. What the trace holds
+    after the last one is the harness's own work (copying outputs and gradients to send them): the
+    judge leaves that data movement out of the candidate's share, and still charges any compute."""
+    torch.empty(MARKER_NUMEL, dtype=torch.int16, device="cuda").fill_(1)
+
+
+class CallSpan:
+    """The context a GPU call's forward and backward run in while it is traced: each exit marks
+    where the candidate's work ended (the harness copies outputs and gradients after the last)."""
+
+    def __enter__(self) -> CallSpan:
+        return self
+
+    def __exit__(self, *exc: Any) -> bool:
+        mark_call_end()
+        return False
+
+
 def kernel_records(prof: Any) -> list[dict[str, Any]]:
     """GPU activity of a finished ``torch.profiler.profile``: name, stream, µs, start, and for memory
     copies the bytes moved (``None`` for kernels)."""
