@@ -235,6 +235,8 @@ class Harness:
         results = []
         oplog = OpLog(self.launches) if self.device == "cpu" else None
         launch_log = getattr(self, "launch_log", None)
+        if launch_log is not None:
+            launch_log.take()  # nothing left over from a request that raised
         traced = profile and self.device == "cuda"
         # Traced on a GPU, the call runs in a CallSpan (passed where the CPU's op log goes): it marks
         # where the candidate's work ends. The profiler starts after the first call's poisoning.
@@ -255,8 +257,9 @@ class Harness:
         finally:
             trace = _stop_profiler(profiler) if profiler is not None else None
         own_ran = sorted(self.launches.names) if self.launches else None
-        # Raw evidence for the judge: per call, the interpreter's launches (name, file of the code);
-        # ops issued inside launches by code that is not Triton's; tensors handed to host code.
+        # Raw evidence for the judge: per call, the interpreter's launches (name, file of the code,
+        # bytes loaded and stored); ops issued inside launches by code that is not Triton's; tensors
+        # handed to host code; bytes torch's copies moved; Dynamo graphs compiled in this process.
         return {"results": results, "ops": oplog.ops if oplog else None, "trace": trace,
                 "threads": _thread_count() - self.base_threads, "interpreted_kernels": own_ran,
                 "launches": launch_log.take() if launch_log is not None else None,
