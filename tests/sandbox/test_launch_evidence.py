@@ -71,6 +71,8 @@ class ModelNew(nn.Module):
             _add_kernel[(1,)](a, b, out, 1, BLOCK=64)
         elif self.mode == "backward":
             out = _Scale.apply(a, b)
+        elif self.mode == "compile":
+            out = torch.compile(lambda x, y: x + y, backend="eager")(a, b)
         return out
 '''
 
@@ -135,3 +137,8 @@ def test_bytes_moved_by_torch_copies(child):
 def test_the_backward_pass_is_in_the_op_log(child):
     value = run(child, "backward", backward=True)
     assert value["ops"].count("aten.mul.Tensor") == 2  # grad * w, once per call
+
+
+def test_graphs_compiled_by_dynamo_are_counted(child):
+    assert run(child, "kernel")["compiled_graphs"] == 0
+    assert run(child, "compile")["compiled_graphs"] >= 1
