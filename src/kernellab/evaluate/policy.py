@@ -317,8 +317,8 @@ def judge_cpu_call(evidence: CpuCallEvidence, policy: Policy, candidate_file: st
         return []
     found = list(judge_op_log(evidence.ops or [], policy))
     if evidence.ops_in_kernels:
-        found.append(Violation(ViolationKind.POLICY,
-                               "torch ops ran inside a Triton kernel launch (host code in a jit body or hook, which no GPU kernel runs): "
+        found.append(Violation(ViolationKind.POLICY, "torch ops ran inside a Triton kernel launch (host code in a "
+                                                     "jit body or hook, which no GPU kernel runs): "
                                + _op_listing(Counter(evidence.ops_in_kernels))))
     if evidence.launches is not None:
         for i, launched in enumerate(evidence.launches):
@@ -333,10 +333,11 @@ def judge_cpu_call(evidence: CpuCallEvidence, policy: Policy, candidate_file: st
                         if launch[1] == candidate_file and len(launch) > 2)
         judged = own_bytes + evidence.moved_bytes
         if judged >= SHARE_JUDGED_BYTES and own_bytes < MIN_STRICT_OWN_SHARE * judged:
+            moved = evidence.moved_bytes / judged
             found.append(Violation(ViolationKind.POLICY,
-                                   f"torch's copies and fills move {evidence.moved_bytes / judged:.0%} of the bytes and "
-                                   f"the candidate's kernels {own_bytes / judged:.0%} (at least "
-                                   f"{MIN_STRICT_OWN_SHARE:.0%} in a strict task)"))
+                                   f"torch's copies and fills move {moved:.0%} of the bytes and the candidate's "
+                                   f"kernels {own_bytes / judged:.0%} (at least {MIN_STRICT_OWN_SHARE:.0%} in a "
+                                   f"strict task)"))
     if evidence.compiled_graphs:
         found.append(Violation(ViolationKind.POLICY, f"torch.compile compiled {evidence.compiled_graphs} graph(s) "
                                                      f"in the candidate's process"))
