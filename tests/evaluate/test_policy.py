@@ -1,21 +1,33 @@
-"""Judging GPU traces and CPU op logs, with kernel names as CUPTI reports them."""
+"""Judging GPU traces and CPU evidence, with kernel names as CUPTI reports them.
+
+Own kernels are recognised by compiled identity: the child compiles them under ``OWN_SUFFIX`` and the
+judge finds the suffixed names in the child's compile folders (``OwnIdentity``). Here the identity
+is given; ``test_own_identity.py`` reads it from real compiles.
+"""
 
 from __future__ import annotations
 
 import pytest
 
+from kernellab.evaluate.own_identity import OwnIdentity
 from kernellab.evaluate.policy import (
-    MIN_OWN_SHARE, KernelRecord, Origin, judge_op_log, judge_trace, kernel_function_name, kernel_origin,
+    LAUNCH_FLOOR_US, MIN_OWN_SHARE, MIN_STRICT_OWN_SHARE, CpuCallEvidence, KernelRecord, Origin, host_read_limit,
+    judge_cpu_call, judge_op_log, judge_trace, kernel_function_name, kernel_origin,
 )
-from kernellab.evaluate.static_scan import OwnKernels
 from kernellab.evaluate.verdict import ViolationKind as K
+from kernellab.sandbox.own_compiles import OWN_SUFFIX
 from kernellab.tasks.model import Policy
 
 STRICT, KB, OFF = Policy.STRICT, Policy.KERNELBENCH, Policy.OFF
 LAUNCH = 7
+OWN_RMS = "rmsnorm_kernel" + OWN_SUFFIX
+OWN_SUMSQ = "_sum_of_squares" + OWN_SUFFIX
 
-TRITON_OWN = OwnKernels(triton=frozenset({"rmsnorm_kernel", "_sum_of_squares"}))
-CUDA_OWN = OwnKernels(cuda=frozenset({"add_kernel", "scale_kernel"}))
+TRITON_OWN = OwnIdentity(frozenset({OWN_RMS, OWN_SUMSQ}))
+CUDA_OWN = OwnIdentity(frozenset({"add_kernel" + OWN_SUFFIX, "scale_kernel" + OWN_SUFFIX}))
+# A candidate's Triton function named like ATen's elementwise kernel, as its compile names it.
+ATEN_NAMED = OwnIdentity(frozenset({"vectorized_elementwise_kernel" + OWN_SUFFIX}))
+CUBLAS_NAMED = OwnIdentity(frozenset({"ampere_sgemm_128x64_nn" + OWN_SUFFIX, "Kernel2" + OWN_SUFFIX}))
 
 COPY = ("void at::native::vectorized_elementwise_kernel<4, at::native::(anonymous namespace)::direct_copy_kernel_cuda"
         "(at::TensorIteratorBase&)::{lambda()#3}::operator()() const::{lambda()#7}::operator()() const::"
@@ -56,24 +68,30 @@ def kinds(judgement) -> list[K]:
 
 # --- attribution ---------------------------------------------------------------------------------
 @pytest.mark.parametrize("name, own, origin", [
-    ("rmsnorm_kernel", TRITON_OWN, Origin.OWN),
-    ("rmsnorm_kernel_0d1d2de", TRITON_OWN, Origin.OWN),  # Triton 2.x signature suffix
-    ("rmsnorm_kernel_backward", TRITON_OWN, Origin.LIBRARY),  # another function, not a suffix
-    ("void add_kernel<float>(float const*, float const*, float*, int)", CUDA_OWN, Origin.OWN),
-    ("add_kernel(float const*, float const*, float*, int)", CUDA_OWN, Origin.OWN),
-    ("scale_kernel", CUDA_OWN, Origin.OWN),  # extern "C": unmangled
-    ("void my_ns::(anonymous namespace)::add_kernel<__half, 4>(__half*, int)", CUDA_OWN, Origin.OWN),
-    ("_Z10add_kernelPKfS0_Pfi", CUDA_OWN, Origin.OWN),  # mangled
-    ("void other_kernel<add_kernel>(float*)", CUDA_OWN, Origin.LIBRARY),  # own name only as a template argument
+    (OWN_RMS, TRITON_OWN, Origin.OWN),
+    ("rmsnorm_kernel", TRITON_OWN, Origin.LIBRARY),  # the source name alone is what any library could run
+    ("rmsnorm_kernel_backward" + OWN_SUFFIX, TRITON_OWN, Origin.LIBRARY),  # suffixed, but not compiled by it
+    (f"void add_kernel{OWN_SUFFIX}<float>(float const*, float const*, float*, int)", CUDA_OWN, Origin.OWN),
+    (f"add_kernel{OWN_SUFFIX}(float const*, float const*, float*, int)", CUDA_OWN, Origin.OWN),
+    ("scale_kernel" + OWN_SUFFIX, CUDA_OWN, Origin.OWN),  # extern "C": unmangled
+    (f"void my_ns::(anonymous namespace)::add_kernel{OWN_SUFFIX}<__half, 4>(__half*, int)", CUDA_OWN, Origin.OWN),
+    (f"_ZN2ns{len('add_kernel' + OWN_SUFFIX)}add_kernel{OWN_SUFFIX}IfEEvPKT_PS1_i", CUDA_OWN, Origin.OWN),  # mangled
+    (f"void other_kernel<add_kernel{OWN_SUFFIX}>(float*)", CUDA_OWN, Origin.LIBRARY),  # only a template argument
+    ("void add_kernel<float>(float const*, float const*, float*, int)", CUDA_OWN, Origin.LIBRARY),
+    (ADD, ATEN_NAMED, Origin.LIBRARY),  # ATen's add is never the candidate's kernel of the same name
+    (SGEMM, CUBLAS_NAMED, Origin.LIBRARY),
+    ("void cutlass::Kernel2<cutlass_80_simt_sgemm_64x64_8x5_nt_align1>(cutlass_80_simt_sgemm_64x64_8x5_nt_align1::Params)",
+     CUBLAS_NAMED, Origin.LIBRARY),
+    ("vectorized_elementwise_kernel" + OWN_SUFFIX, ATEN_NAMED, Origin.OWN),
     (INDUCTOR, TRITON_OWN, Origin.INDUCTOR),
-    (INDUCTOR, OwnKernels(triton=frozenset({INDUCTOR})), Origin.INDUCTOR),  # a copied Inductor kernel is not own
-    (SGEMM, OwnKernels(triton=frozenset({SGEMM})), Origin.LIBRARY),  # a vendor name cannot be claimed
+    (INDUCTOR, OwnIdentity(frozenset({INDUCTOR})), Origin.INDUCTOR),  # a copied Inductor name without the suffix
     (HGEMM, TRITON_OWN, Origin.LIBRARY),
     (ADD, TRITON_OWN, Origin.LIBRARY),
     (COPY, TRITON_OWN, Origin.DATA_MOVEMENT),
     (FILL, TRITON_OWN, Origin.DATA_MOVEMENT),
     (CAT, TRITON_OWN, Origin.DATA_MOVEMENT),
-    ("(anonymous namespace)::anon_kernel(float*)", OwnKernels(cuda=frozenset({"anon_kernel"})), Origin.OWN),
+    (f"(anonymous namespace)::anon_kernel{OWN_SUFFIX}(float*)", OwnIdentity(frozenset({"anon_kernel" + OWN_SUFFIX})),
+     Origin.OWN),
     (CAST, TRITON_OWN, Origin.DATA_MOVEMENT),
     (ARANGE, TRITON_OWN, Origin.DATA_MOVEMENT),
     (REDUCE, TRITON_OWN, Origin.LIBRARY),
@@ -81,10 +99,16 @@ def kinds(judgement) -> list[K]:
     (SM80, TRITON_OWN, Origin.LIBRARY),
     ("Memcpy HtoD (Pageable -> Device)", TRITON_OWN, Origin.MEMCPY),
     ("Memset (Device)", TRITON_OWN, Origin.MEMCPY),
-    ("Memcpy DtoH (Device -> Pageable)", TRITON_OWN, Origin.MEMCPY),
+    ("Memcpy DtoD (Device -> Device)", TRITON_OWN, Origin.MEMCPY),
+    ("Memcpy DtoH (Device -> Pageable)", TRITON_OWN, Origin.TO_HOST),
 ])
 def test_kernel_origin(name, own, origin):
     assert kernel_origin(name, own) is origin
+
+
+def test_a_name_without_the_suffix_is_never_own_even_when_listed():
+    """The suffix is what no library kernel can have: an identity holding a bare name owns nothing."""
+    assert kernel_origin("rmsnorm_kernel", OwnIdentity(frozenset({"rmsnorm_kernel"}))) is Origin.LIBRARY
 
 
 def test_function_name_of_demangled_kernels():
@@ -95,18 +119,18 @@ def test_function_name_of_demangled_kernels():
 
 # --- strict --------------------------------------------------------------------------------------
 def test_own_kernels_with_allocation_copies_and_casts_pass_strict():
-    records = [rec(FILL, 2), rec("Memcpy HtoD (Pageable -> Device)", 1), rec("rmsnorm_kernel", 80),
-               rec("_sum_of_squares", 10), rec(COPY, 5), rec(CAT, 2)]
+    records = [rec(FILL, 2), rec("Memcpy HtoD (Pageable -> Device)", 1), rec(OWN_RMS, 80),
+               rec(OWN_SUMSQ, 10), rec(COPY, 5), rec(CAT, 2)]
     judgement = judge_trace(records, TRITON_OWN, STRICT, LAUNCH)
     assert judgement.violations == []
     assert judgement.own_share == pytest.approx(0.9)
-    assert judgement.own_kernels == pytest.approx({"rmsnorm_kernel": 0.8, "_sum_of_squares": 0.1})
+    assert judgement.own_kernels == pytest.approx({OWN_RMS: 0.8, OWN_SUMSQ: 0.1})
     assert judgement.library_kernels[COPY] == pytest.approx(0.05)
     assert list(judgement.library_kernels)[0] == COPY  # largest share first
 
 
 def test_library_kernels_break_strict_and_are_named():
-    records = [rec("rmsnorm_kernel", 5), rec(SGEMM, 60), rec(ADD, 30), rec(HGEMM, 5)]
+    records = [rec(OWN_RMS, 5), rec(SGEMM, 60), rec(ADD, 30), rec(HGEMM, 5)]
     judgement = judge_trace(records, TRITON_OWN, STRICT, LAUNCH)
     assert kinds(judgement) == [K.POLICY]
     detail = judgement.violations[0].detail
@@ -116,12 +140,12 @@ def test_library_kernels_break_strict_and_are_named():
 
 def test_reading_sizes_back_to_the_host_is_allowed():
     """A grouped GEMM reads its group sizes (a DtoH copy) to plan its launches."""
-    records = [rec("Memcpy DtoH (Device -> Pageable)", 2), rec("rmsnorm_kernel", 50)]
+    records = [rec("Memcpy DtoH (Device -> Pageable)", 2), rec(OWN_RMS, 50)]
     assert judge_trace(records, TRITON_OWN, STRICT, LAUNCH).violations == []
 
 
 def test_cuda_kernels_are_attributed_through_demangled_names():
-    records = [rec("void add_kernel<float>(float const*, float const*, float*, int)", 40), rec(FILL, 1)]
+    records = [rec(f"void add_kernel{OWN_SUFFIX}<float>(float const*, float const*, float*, int)", 40), rec(FILL, 1)]
     judgement = judge_trace(records, CUDA_OWN, STRICT, LAUNCH)
     assert judgement.violations == [] and judgement.own_share == pytest.approx(40 / 41)
 
@@ -134,27 +158,27 @@ def test_no_own_kernel_ran():
 
 # --- kernelbench ---------------------------------------------------------------------------------
 def test_kernelbench_allows_library_compute_when_own_kernels_carry_real_work():
-    records = [rec(SGEMM, 70), rec("rmsnorm_kernel", 30)]
+    records = [rec(SGEMM, 70), rec(OWN_RMS, 30)]
     judgement = judge_trace(records, TRITON_OWN, KB, LAUNCH)
     assert judgement.violations == [] and judgement.library_kernels == {SGEMM: pytest.approx(0.7)}
 
 
 def test_kernelbench_rejects_a_token_own_kernel():
-    records = [rec(SGEMM, 98), rec("rmsnorm_kernel", 2)]
+    records = [rec(SGEMM, 98), rec(OWN_RMS, 2)]
     judgement = judge_trace(records, TRITON_OWN, KB, LAUNCH)
     assert kinds(judgement) == [K.POLICY] and "2.0% of GPU time" in judgement.violations[0].detail
-    at_threshold = [rec(SGEMM, 100 * (1 - MIN_OWN_SHARE)), rec("rmsnorm_kernel", 100 * MIN_OWN_SHARE)]
+    at_threshold = [rec(SGEMM, 100 * (1 - MIN_OWN_SHARE)), rec(OWN_RMS, 100 * MIN_OWN_SHARE)]
     assert judge_trace(at_threshold, TRITON_OWN, KB, LAUNCH).violations == []
 
 
 def test_kernelbench_without_durations_does_not_guess_a_share():
-    records = [rec(SGEMM, 0.0), rec("rmsnorm_kernel", 0.0)]
+    records = [rec(SGEMM, 0.0), rec(OWN_RMS, 0.0)]
     assert judge_trace(records, TRITON_OWN, KB, LAUNCH).violations == []
 
 
 @pytest.mark.parametrize("policy", [STRICT, KB])
 def test_inductor_kernels_break_strict_and_kernelbench(policy):
-    records = [rec("rmsnorm_kernel", 50), rec(INDUCTOR, 50), rec("triton_red_fused_mean_pow_1", 10)]
+    records = [rec(OWN_RMS, 50), rec(INDUCTOR, 50), rec("triton_red_fused_mean_pow_1", 10)]
     judgement = judge_trace(records, TRITON_OWN, policy, LAUNCH)
     assert judgement.violations[0].kind is K.POLICY
     assert judgement.violations[0].detail.startswith("torch.compile/Inductor kernels ran: triton_poi_fused_add_0")
@@ -162,10 +186,10 @@ def test_inductor_kernels_break_strict_and_kernelbench(policy):
 
 # --- streams, off ------------------------------------------------------------------------------
 def test_kernels_off_the_launch_stream_are_side_streams():
-    records = [rec(FILL, 1), rec("rmsnorm_kernel", 50, stream=13), rec("Memcpy DtoD (Device -> Device)", 1, stream=9)]
+    records = [rec(FILL, 1), rec(OWN_RMS, 50, stream=13), rec("Memcpy DtoD (Device -> Device)", 1, stream=9)]
     judgement = judge_trace(records, TRITON_OWN, STRICT, LAUNCH)
     assert kinds(judgement) == [K.SIDE_STREAM]
-    assert "stream(s) [13], not the launch stream 7: rmsnorm_kernel" in judgement.violations[0].detail
+    assert f"stream(s) [13], not the launch stream 7: {OWN_RMS}" in judgement.violations[0].detail
 
 
 def test_off_judges_nothing_but_still_measures():
@@ -198,3 +222,134 @@ def test_op_log_library_ops_break_strict_only():
     assert violation.detail.startswith("library ops ran in a strict task: aten.mm.default ×2")
     assert violation.detail.endswith("and 2 more")
     assert judge_op_log(ops, KB) == [] and judge_op_log(ops, OFF) == []
+
+
+# --- strict: own kernels carry the work -----------------------------------------------------------
+def test_a_permutation_by_torch_copy_beside_a_token_kernel_breaks_strict():
+    """``x.t().contiguous()`` (a copy kernel, allowed data movement) does the task; the own kernel is a token."""
+    records = [rec(COPY, 400.0), rec(OWN_RMS, 2.5)]
+    judgement = judge_trace(records, TRITON_OWN, STRICT, LAUNCH)
+    assert kinds(judgement) == [K.POLICY]
+    assert judgement.violations[0].detail.startswith("torch data movement carries 100% of the candidate's GPU time")
+
+
+def test_a_cast_before_an_own_kernel_passes_strict():
+    """A full-size bf16 -> fp32 cast moves about as many bytes as the kernel after it: about half the time."""
+    records = [rec(CAST, 60.0), rec(OWN_RMS, 55.0), rec(FILL, 1.5)]
+    assert judge_trace(records, TRITON_OWN, STRICT, LAUNCH).violations == []
+
+
+def test_the_strict_share_threshold():
+    def judged(own_us: float) -> list:
+        moved = 100.0
+        records = [rec(COPY, moved + LAUNCH_FLOOR_US), rec(OWN_RMS, own_us + LAUNCH_FLOOR_US)]
+        return judge_trace(records, TRITON_OWN, STRICT, LAUNCH).violations
+
+    at = MIN_STRICT_OWN_SHARE * 100.0 / (1 - MIN_STRICT_OWN_SHARE)  # own / (own + 100) == the minimum
+    assert judged(at * 1.01) == [] and kinds_of(judged(at * 0.99)) == [K.POLICY]
+
+
+def test_tiny_calls_are_not_judged_on_shares():
+    """Every kernel of a tiny config is all launch floor: no share is formed there."""
+    records = [rec(COPY, 4.0), rec(FILL, 3.0), rec(OWN_RMS, 2.2)]
+    assert judge_trace(records, TRITON_OWN, STRICT, LAUNCH).violations == []
+
+
+def test_memory_copies_count_as_data_movement_in_the_share():
+    records = [rec("Memcpy DtoD (Device -> Device)", 300.0), rec(OWN_RMS, 3.0)]
+    assert kinds(judge_trace(records, TRITON_OWN, STRICT, LAUNCH)) == [K.POLICY]
+    assert judge_trace(records, TRITON_OWN, KB, LAUNCH).violations[0].detail.startswith("the candidate's kernels carry")
+
+
+def kinds_of(violations) -> list[K]:
+    return [v.kind for v in violations]
+
+
+# --- strict: device-to-host copies of input-sized data ------------------------------------------------
+def to_host(nbytes: int | None, us: float = 5.0) -> KernelRecord:
+    return KernelRecord(name="Memcpy DtoH (Device -> Pageable)", stream=LAUNCH, duration_us=us, bytes=nbytes)
+
+
+def test_copying_inputs_to_the_host_breaks_strict():
+    limit = host_read_limit(64 << 20)  # a 64 MiB input
+    records = [to_host(64 << 20, 20000.0), to_host(64 << 20, 20000.0), rec(OWN_RMS, 5000.0)]
+    judgement = judge_trace(records, TRITON_OWN, STRICT, LAUNCH, host_limit=limit)
+    assert judgement.to_host_bytes == 128 << 20
+    assert [v.detail for v in judgement.violations if "host compute" in v.detail][0].startswith(
+        "128.0 MiB copied from the device to the host in a strict task")
+
+
+def test_many_small_copies_add_up():
+    limit = host_read_limit(4000)
+    records = [to_host(256, us=2.0) for _ in range(32)] + [rec(OWN_RMS, 3.0)]
+    assert kinds(judge_trace(records, TRITON_OWN, STRICT, LAUNCH, host_limit=limit)) == [K.POLICY]
+
+
+def test_reading_group_sizes_and_scalars_passes():
+    limit = host_read_limit(64 << 20)
+    records = [to_host(512), to_host(4), rec(OWN_RMS, 500.0)]
+    assert judge_trace(records, TRITON_OWN, STRICT, LAUNCH, host_limit=limit).violations == []
+    # a one-element config still may read a scalar back
+    assert judge_trace([to_host(4), rec(OWN_RMS, 3.0)], TRITON_OWN, STRICT, LAUNCH,
+                       host_limit=host_read_limit(4)).violations == []
+
+
+def test_copies_of_unknown_size_are_bounded_from_below_by_their_duration():
+    records = [to_host(None, 2000.0), rec(OWN_RMS, 5000.0)]  # >= 2 MB at the slowest path's 1 GB/s
+    assert kinds(judge_trace(records, TRITON_OWN, STRICT, LAUNCH, host_limit=host_read_limit(1 << 20))) == [K.POLICY]
+
+
+def test_host_copies_are_judged_in_strict_only():
+    records = [to_host(64 << 20, 20000.0), rec(OWN_RMS, 5000.0)]
+    assert judge_trace(records, TRITON_OWN, KB, LAUNCH, host_limit=host_read_limit(1 << 20)).violations == []
+
+
+# --- CPU evidence: launches, ops inside launches, hand-outs, shares in bytes -----------------------
+CAND = "/work/candidate.py"
+
+
+def cpu(**kwargs) -> CpuCallEvidence:
+    base = dict(ops=["aten.empty_like.default"], ops_in_kernels=[], launches=[[["k", CAND, 8000]]], hand_outs=[],
+                moved_bytes=0, compiled_graphs=0)
+    base.update(kwargs)
+    return CpuCallEvidence(**base)
+
+
+@pytest.mark.parametrize("policy", [STRICT, KB])
+def test_every_call_must_launch_an_own_kernel_on_the_cpu(policy):
+    assert judge_cpu_call(cpu(), policy, CAND) == []
+    other_file = cpu(launches=[[["k", "/site-packages/lib/kernels.py", 8000]]])
+    (violation,) = judge_cpu_call(other_file, policy, CAND)
+    assert violation.detail == "no kernel of the candidate ran (launched: k)"
+    second = cpu(launches=[[["k", CAND, 8000]], []])
+    assert judge_cpu_call(second, policy, CAND)[0].detail.startswith("no kernel of the candidate ran in call 2 of 2")
+
+
+def test_ops_inside_launches_are_violations_under_every_gated_policy():
+    evidence = cpu(ops_in_kernels=["aten.add.Tensor", "aten.copy_.default"])
+    for policy in (STRICT, KB):
+        (violation,) = judge_cpu_call(evidence, policy, CAND)
+        assert violation.detail.startswith("torch ops ran inside a Triton kernel launch")
+    assert judge_cpu_call(evidence, OFF, CAND) == []
+
+
+def test_tensors_handed_to_host_code_break_strict():
+    limit = host_read_limit(4000)
+    evidence = cpu(hand_outs=[("numpy", 4000), ("numpy", 4000)])
+    (violation,) = judge_cpu_call(evidence, STRICT, CAND, host_limit=limit)
+    assert "7.8 KiB of tensor data handed to host code" in violation.detail and ".numpy() ×2" in violation.detail
+    assert judge_cpu_call(cpu(hand_outs=[("tolist", 64)]), STRICT, CAND, host_limit=limit) == []
+    assert judge_cpu_call(evidence, KB, CAND, host_limit=limit) == []
+
+
+def test_cpu_share_in_bytes():
+    token = cpu(launches=[[["k", CAND, 8]]], moved_bytes=30720)
+    assert judge_cpu_call(token, STRICT, CAND)[0].detail.startswith("torch's copies and fills move 100% of the bytes")
+    cast_first = cpu(launches=[[["k", CAND, 24000]]], moved_bytes=24000)
+    assert judge_cpu_call(cast_first, STRICT, CAND) == []
+    assert judge_cpu_call(token, KB, CAND) == []
+
+
+def test_dynamo_graphs_in_the_candidates_process_break_gated_policies():
+    for policy in (STRICT, KB):
+        assert judge_cpu_call(cpu(compiled_graphs=2), policy, CAND)[0].detail.startswith("torch.compile compiled 2")

@@ -13,7 +13,7 @@ from typing import Any
 
 import torch
 
-from kernellab.evaluate.policy import KernelRecord, judge_op_log, judge_trace
+from kernellab.evaluate.policy_evidence import request_violations
 from kernellab.evaluate.reference import Case, add_precision_probes, ensure_gradients
 from kernellab.evaluate.tolerance import compare_output, normalised_error
 from kernellab.evaluate.verdict import ConfigCheck, Violation, ViolationKind
@@ -68,7 +68,7 @@ def run_case(ctx, case: Case, *, profile: bool = False, backward: bool = False,
                             passed=False, note=str(exc))
         return CallOutcome(check, [Violation(ViolationKind.OUTPUT_CONTRACT, f"{where}: {exc}")])
     result = value["results"][0]
-    violations = _evidence_violations(ctx, value, where)
+    violations = _evidence_violations(ctx, value, where, case.inputs)
     outputs = [o.clone() if isinstance(o, torch.Tensor) and o.is_cuda else o for o in result["outputs"]]
     contract = output_contract(case, outputs, result["types"], where)
     violations += contract
@@ -91,24 +91,13 @@ def run_case(ctx, case: Case, *, profile: bool = False, backward: bool = False,
     return CallOutcome(check, violations, outputs)
 
 
-def _evidence_violations(ctx, value: dict[str, Any], where: str) -> list[Violation]:
+def _evidence_violations(ctx, value: dict[str, Any], where: str, inputs: list[Any] | None = None) -> list[Violation]:
+    """Threads left running, and the policy evidence of the call (``policy_evidence``)."""
     found: list[Violation] = []
     if value.get("threads", 0) > 0:
         found.append(Violation(ViolationKind.DEFERRED_RESULT,
                                f"{where}: the candidate left {value['threads']} extra thread(s) running"))
-    if value.get("ops") is not None:
-        found += judge_op_log(value["ops"], ctx.policy)
-    if value.get("interpreted_kernels") is not None and ctx.requires_own_kernel:
-        ran = set(value["interpreted_kernels"])
-        if not ran & set(ctx.scan.own_kernels.triton):
-            found.append(Violation(ViolationKind.POLICY, f"{where}: no Triton kernel of the candidate ran"))
-    if value.get("trace"):
-        records = [KernelRecord(name=r["name"], stream=r["stream"], duration_us=r["duration_us"])
-                   for r in value["trace"]]
-        marker, rest = records[0], records[1:]
-        judgement = judge_trace(rest, ctx.scan.own_kernels, ctx.policy, marker.stream)
-        found += judgement.violations
-    return found
+    return found + request_violations(ctx, value, where, inputs)
 
 
 def output_contract(case: Case, outputs: list[Any], types: list[str], where: str) -> list[Violation]:

@@ -1,13 +1,22 @@
 """Judging the run-time evidence of the policy: which kernels ran, on which stream, and whose.
 
 The static scan reads the source; this module judges what actually happened. On a GPU the evidence
-is a CUPTI trace of the candidate's calls (``judge_trace``): each kernel is attributed to the
-candidate's own Triton functions or ``__global__`` functions, to torch's allocate/view/copy/cast
-kernels, to Inductor, or to a library. On the CPU it is a dispatch-mode log of aten ops
-(``judge_op_log``), which adds evidence but cannot be the judge: a candidate can detect the mode.
+is a CUPTI trace of traced calls (``judge_trace``): each kernel is the candidate's own only when its
+function name is one the candidate's own compile produced (``own_identity.OwnIdentity``: the child
+compiles them under a suffix no library kernel has, and the judge finds them in the child's compile
+folders); every other kernel is torch data movement (allocate, copy, cast, fill), a memory copy,
+Inductor's, or a library's. On the CPU the evidence is a dispatch-mode log of aten ops, the kernels
+the interpreter launched in each call and the tensors handed to host code (``judge_cpu_call``).
 
-The caller passes only the records of the candidate's calls (the harness's own marker and copies
-left out) and the stream the calls were launched on.
+The rules, per policy:
+
+- ``strict``: no library compute kernel and no Inductor kernel; the candidate's own kernels carry at
+  least ``MIN_STRICT_OWN_SHARE`` of the GPU time spent in its own kernels plus torch's data movement
+  (so a task done by ``.contiguous()`` beside a token kernel fails, a cast before a kernel passes);
+  no device-to-host copy (or, on the CPU, tensor handed to host code) of input-sized data.
+- ``kernelbench``: an own kernel ran in every traced call and carries at least ``MIN_OWN_SHARE`` of
+  the GPU time; no Inductor kernel and no Dynamo-compiled graph.
+- every policy but ``off``: kernels on the launch stream only.
 """
 
 from __future__ import annotations
@@ -16,9 +25,11 @@ import enum
 import logging
 import re
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
-from kernellab.evaluate.static_scan import OwnKernels
+from kernellab.evaluate.own_identity import OwnIdentity, mangled_identifiers
 from kernellab.evaluate.verdict import Violation, ViolationKind
 from kernellab.tasks.model import Policy
 
@@ -29,27 +40,44 @@ log = logging.getLogger(__name__)
 # cuBLAS GEMM is about 2% (43 µs of 2.3 ms); after a bf16 GEMM it nears 10%, so the floor stops token
 # kernels, not every thin epilogue. A kernel that fuses or replaces the main work carries far more.
 MIN_OWN_SHARE = 0.10
+# Under strict, own kernels must carry at least this share of (own + data movement) GPU time. A cast
+# or copy of an input before a bandwidth-bound kernel moves about as many bytes as the kernel itself
+# (a bf16 -> fp32 cast reads 2 and writes 4 bytes per element, a kernel reading fp32 and writing bf16
+# moves 6): about 50%, and two such casts beside one kernel stay above 25%. A token kernel beside a
+# torch copy that does the task (a permutation by .contiguous()) is near 0%.
+MIN_STRICT_OWN_SHARE = 0.25
+# Every kernel takes a couple of µs however little it does (launch, ramp-up): that floor is taken off
+# each record before shares are formed, so a token kernel counts for nothing and tiny configs, where
+# every kernel is all floor, are not judged on shares at all (below SHARE_JUDGED_US per call).
+LAUNCH_FLOOR_US = 2.0
+SHARE_JUDGED_US = 20.0
+# On the CPU the interpreter has no kernel times: the share is taken over bytes instead (what the
+# candidate's kernels load and store against what torch's copies read and write), from a few KiB on.
+SHARE_JUDGED_BYTES = 4096
+# A device-to-host copy (or tensor handed to host code) of more than this fraction of the largest input
+# is host compute's raw material, not launch planning (group sizes, offsets, a scalar): a violation in
+# strict tasks. Small inputs get a floor, so reading one scalar of a one-element edge config passes.
+HOST_READ_FRACTION = 0.25
+HOST_READ_MIN_BYTES = 256
 LISTED = 4  # names quoted in a violation; the rest are counted
 
 # Inductor names its kernels triton_<first 3 letters of the kind>_...: pointwise, reduction,
-# persistent reduction, template, foreach, split scan, cooperative reduction.
+# persistent reduction, template, foreach, split scan, cooperative reduction. Inductor picks these
+# names itself; they are evidence of torch.compile under kernelbench, where library kernels pass.
 _INDUCTOR = re.compile(r"^triton_(?:poi|red|per|tem|for|spl|coo)_")
 # torch kernels that only allocate, view, copy or cast: copies and casts (direct_copy_kernel_cuda,
 # float16_copy_kernel_cuda, bfloat16_..., float8_...), fills (zeros, pads), cat/stack and arange, as
 # named in torch 2.11 CUPTI traces on an H100.
 _DATA_MOVEMENT = ("copy_kernel_cuda", "direct_copy_kernel", "CatArrayBatchedCopy", "FillFunctor", "fill_kernel",
                   "arange_cuda_out")
-_OLD_TRITON_SUFFIX = re.compile(r"_\d[0-9a-z]*$")  # Triton 2.x appended a signature like _0d1d2de
-# Vendor library kernel families. An own kernel named like one would let a library kernel of that name
-# pass as the candidate's, so such names are never attributed to the candidate.
-_VENDOR_NAMES = re.compile(r"^(?:void\s+)?(?:ampere|sm\d+|volta|turing|hopper|maxwell|cutlass|cudnn|cublas|"
-                           r"nvjet|xmma)", re.IGNORECASE)
+_TO_HOST = ("memcpy dtoh", "[cuda memcpy dtoh")
 
 
 class Origin(str, enum.Enum):
     OWN = "own"
     INDUCTOR = "inductor"
-    MEMCPY = "memcpy"  # memcpy/memset activity (device-to-host included: reading sizes to plan launches)
+    MEMCPY = "memcpy"  # memcpy/memset activity on the device or from the host
+    TO_HOST = "to_host"  # device-to-host copies: reading sizes to plan launches, or host compute
     DATA_MOVEMENT = "data_movement"
     LIBRARY = "library"
 
@@ -60,6 +88,7 @@ class KernelRecord:
     stream: int
     duration_us: float
     correlation: int | None = None  # CUPTI correlation id, when the caller has one
+    bytes: int | None = None  # memory copies: bytes moved, when the trace says
 
 
 @dataclass
@@ -68,6 +97,9 @@ class TraceJudgement:
     own_share: float = 0.0  # fraction of the records' GPU time spent in the candidate's kernels
     library_kernels: dict[str, float] = field(default_factory=dict)  # every other name -> share
     own_kernels: dict[str, float] = field(default_factory=dict)  # own kernel name -> share
+    to_host_bytes: int = 0
+    # own / (own + torch data movement) GPU time, launch floors taken off; None when too short to judge
+    strict_share: float | None = None
 
 
 def kernel_function_name(name: str) -> str:
@@ -87,30 +119,33 @@ def kernel_function_name(name: str) -> str:
     return idents[-1] if idents else name
 
 
-def _is_own(name: str, own: OwnKernels) -> bool:
-    if _VENDOR_NAMES.match(name):
-        return False
-    if name.startswith("_Z"):  # mangled: a length-prefixed identifier
-        return any(re.search(rf"(?<!\d){len(n)}{re.escape(n)}", name) for n in own.triton | own.cuda)
-    function = kernel_function_name(name)
-    if function in own.cuda or function in own.triton:
-        return True
-    stem = _OLD_TRITON_SUFFIX.sub("", name)
-    return stem != name and stem in own.triton
+def _is_own(name: str, own: OwnIdentity) -> bool:
+    if name.startswith("_Z"):  # a mangled name the profiler did not demangle
+        return any(own.owns(ident) for ident in mangled_identifiers(name))
+    return own.owns(kernel_function_name(name))
 
 
-def kernel_origin(name: str, own: OwnKernels) -> Origin:
-    """Who a kernel in the trace belongs to. Inductor wins over own: a copied Inductor kernel is not."""
+def kernel_origin(name: str, own: OwnIdentity) -> Origin:
+    """Who a kernel in the trace belongs to. Inductor's kernels are never own: the child renames only
+    kernels whose code is in the candidate's file, and Inductor writes its own files."""
     lowered = name.lower()
-    if _INDUCTOR.match(name) or _INDUCTOR.match(kernel_function_name(name)):
-        return Origin.INDUCTOR
     if _is_own(name, own):
         return Origin.OWN
+    if _INDUCTOR.match(name) or _INDUCTOR.match(kernel_function_name(name)):
+        return Origin.INDUCTOR
+    if lowered.startswith(_TO_HOST):
+        return Origin.TO_HOST
     if lowered.startswith(("memcpy", "memset", "[cuda memcpy", "[cuda memset")):
         return Origin.MEMCPY
     if any(marker in name for marker in _DATA_MOVEMENT):
         return Origin.DATA_MOVEMENT
     return Origin.LIBRARY
+
+
+def host_read_limit(largest_input_bytes: int, calls: int = 1) -> int:
+    """Bytes of device-to-host copies per traced span above which a strict task's candidate is
+    computing on the host (see ``HOST_READ_FRACTION``)."""
+    return max(HOST_READ_MIN_BYTES, int(largest_input_bytes * HOST_READ_FRACTION)) * max(calls, 1)
 
 
 def _listing(shares: dict[str, float]) -> str:
@@ -123,8 +158,20 @@ def _short(name: str, width: int = 70) -> str:
     return name if len(name) <= width else name[: width - 1] + "…"
 
 
-def judge_trace(kernels: list[KernelRecord], own: OwnKernels, policy: Policy, launch_stream: int) -> TraceJudgement:
-    """Judge the GPU records of the candidate's calls under ``policy``."""
+def _bytes(n: float) -> str:
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if n < 1024 or unit == "GiB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    return f"{n} B"
+
+
+def judge_trace(kernels: list[KernelRecord], own: OwnIdentity, policy: Policy, launch_stream: int, *,
+                host_limit: int | None = None, calls: int = 1) -> TraceJudgement:
+    """Judge the GPU records of ``calls`` traced calls (the harness's marker left out) under ``policy``.
+
+    ``host_limit``: bytes of device-to-host copies beyond which a strict task is computing on the
+    host (``host_read_limit``); None leaves transfers unjudged."""
     total = sum(max(k.duration_us, 0.0) for k in kernels)
     origins = [kernel_origin(k.name, own) for k in kernels]
     by_origin: dict[Origin, Counter[str]] = {o: Counter() for o in Origin}
@@ -133,9 +180,10 @@ def judge_trace(kernels: list[KernelRecord], own: OwnKernels, policy: Policy, la
     share = (lambda us: us / total) if total > 0 else (lambda us: 0.0)
     own_kernels = {n: share(us) for n, us in by_origin[Origin.OWN].items()}
     others = {n: share(us) for o in Origin if o is not Origin.OWN for n, us in by_origin[o].items()}
+    to_host = sum(_copy_bytes(r) for r, o in zip(kernels, origins) if o is Origin.TO_HOST)
     judgement = TraceJudgement(own_share=share(sum(by_origin[Origin.OWN].values())),
                                library_kernels=dict(sorted(others.items(), key=lambda kv: -kv[1])),
-                               own_kernels=own_kernels)
+                               own_kernels=own_kernels, to_host_bytes=to_host)
     if policy is Policy.OFF:
         return judgement
     found = judgement.violations
@@ -153,6 +201,11 @@ def judge_trace(kernels: list[KernelRecord], own: OwnKernels, policy: Policy, la
         library = {n: share(us) for n, us in by_origin[Origin.LIBRARY].items()}
         if library:
             flag(ViolationKind.POLICY, f"library kernels ran in a strict task: {_listing(library)}")
+        if own_kernels:
+            judgement.strict_share = _strict_share(kernels, origins, calls, flag)
+        if host_limit is not None and to_host > host_limit:
+            flag(ViolationKind.POLICY, f"{_bytes(to_host)} copied from the device to the host in a strict task "
+                                       f"(input-sized: over {_bytes(host_limit)}): host compute")
     elif policy is Policy.KERNELBENCH and own_kernels:
         if total <= 0:
             log.warning("trace records carry no durations; the own-kernel share cannot be judged")
@@ -160,7 +213,7 @@ def judge_trace(kernels: list[KernelRecord], own: OwnKernels, policy: Policy, la
             flag(ViolationKind.POLICY, f"the candidate's kernels carry {judgement.own_share:.1%} of GPU time, "
                                        f"under the {MIN_OWN_SHARE:.0%} minimum; the rest: {_listing(others)}")
     off_stream = [(r.name, r.stream) for r, o in zip(kernels, origins)
-                  if r.stream != launch_stream and o is not Origin.MEMCPY]
+                  if r.stream != launch_stream and o not in (Origin.MEMCPY, Origin.TO_HOST)]
     if off_stream:
         names = sorted({n for n, _ in off_stream})
         streams = sorted({s for _, s in off_stream})
@@ -171,7 +224,40 @@ def judge_trace(kernels: list[KernelRecord], own: OwnKernels, policy: Policy, la
     return judgement
 
 
-# --- CPU evidence: a dispatch-mode log of aten ops ----------------------------------------------
+def _effective_us(record: KernelRecord) -> float:
+    return max(record.duration_us - LAUNCH_FLOOR_US, 0.0)
+
+
+def _strict_share(kernels: list[KernelRecord], origins: list[Origin], calls: int, flag) -> float | None:
+    """Own kernels must carry the work: at least ``MIN_STRICT_OWN_SHARE`` of own + data movement.
+    Returns the share, or None where the call is too short to judge."""
+    moving = (Origin.DATA_MOVEMENT, Origin.MEMCPY, Origin.TO_HOST)
+    own_us = sum(_effective_us(r) for r, o in zip(kernels, origins) if o is Origin.OWN)
+    moved = Counter()
+    for r, o in zip(kernels, origins):
+        if o in moving:
+            moved[r.name] += _effective_us(r)
+    moved_us = sum(moved.values())
+    judged = own_us + moved_us
+    if judged < SHARE_JUDGED_US * max(calls, 1):
+        return None
+    if own_us < MIN_STRICT_OWN_SHARE * judged:
+        shares = {n: us / judged for n, us in moved.items() if us > 0}
+        flag(ViolationKind.POLICY, f"torch data movement carries {moved_us / judged:.0%} of the candidate's GPU "
+                                   f"time and its own kernels {own_us / judged:.0%} (at least "
+                                   f"{MIN_STRICT_OWN_SHARE:.0%} in a strict task): {_listing(shares)}")
+    return own_us / judged
+
+
+def _copy_bytes(record: KernelRecord) -> int:
+    """Bytes of a copy; where the trace gave none, a lower bound from its duration at 1 GB/s (no
+    device-to-host path is slower), so an unknown size is never overstated."""
+    if record.bytes is not None:
+        return int(record.bytes)
+    return int(max(record.duration_us - LAUNCH_FLOOR_US, 0.0) * 1e3)
+
+
+# --- CPU evidence: a dispatch-mode log of aten ops, launches, hand-outs --------------------------
 _ALLOWED_OPS = frozenset("""
     lift_fresh lift_fresh_copy lift arange view _unsafe_view view_as reshape reshape_as _reshape_alias
     as_strided as_strided_ t transpose permute expand expand_as unsqueeze squeeze slice select alias detach
@@ -202,7 +288,66 @@ def judge_op_log(ops: list[str], policy: Policy) -> list[Violation]:
     library = Counter(op for op in ops if not op_is_data_movement(op))
     if not library:
         return []
-    top = library.most_common()
-    listed = ", ".join(f"{op} ×{n}" for op, n in top[:LISTED])
+    return [Violation(ViolationKind.POLICY, f"library ops ran in a strict task: {_op_listing(library)}")]
+
+
+def _op_listing(ops: Counter[str]) -> str:
+    top = ops.most_common()
     more = f" and {len(top) - LISTED} more" if len(top) > LISTED else ""
-    return [Violation(ViolationKind.POLICY, f"library ops ran in a strict task: {listed}{more}")]
+    return ", ".join(f"{op} ×{n}" for op, n in top[:LISTED]) + more
+
+
+@dataclass
+class CpuCallEvidence:
+    """What the child saw of one traced request on the CPU (its ``run`` reply, judged)."""
+
+    ops: list[str] | None = None  # aten ops issued outside interpreted launches
+    ops_in_kernels: list[str] | None = None  # aten ops issued inside launches by non-Triton code
+    launches: list[list[Sequence[Any]]] | None = None  # per call: (kernel name, file of its code, bytes moved)
+    hand_outs: list[tuple[str, int]] | None = None  # (method, bytes) of tensors handed to host code
+    moved_bytes: int | None = None  # bytes torch's copies and fills read and wrote outside launches
+    compiled_graphs: int = 0  # Dynamo graphs compiled in the candidate's process so far
+
+
+def judge_cpu_call(evidence: CpuCallEvidence, policy: Policy, candidate_file: str, *,
+                   host_limit: int | None = None) -> list[Violation]:
+    """Judge one request's CPU evidence under ``policy``; ``host_limit``: bytes handed to host code
+    beyond which a strict task is computing on the host (``host_read_limit`` of its calls)."""
+    if policy is Policy.OFF:
+        return []
+    found = list(judge_op_log(evidence.ops or [], policy))
+    if evidence.ops_in_kernels:
+        found.append(Violation(ViolationKind.POLICY, "torch ops ran inside a Triton kernel launch (host code in a "
+                                                     "jit body or hook, which no GPU kernel runs): "
+                               + _op_listing(Counter(evidence.ops_in_kernels))))
+    if evidence.launches is not None:
+        for i, launched in enumerate(evidence.launches):
+            if not any(launch[1] == candidate_file for launch in launched):
+                others = sorted({launch[0] for launch in launched})
+                ran = f" (launched: {', '.join(others[:LISTED])})" if others else ""
+                where = f" in call {i + 1} of {len(evidence.launches)}" if len(evidence.launches) > 1 else ""
+                found.append(Violation(ViolationKind.POLICY, f"no kernel of the candidate ran{where}{ran}"))
+                break
+    if policy is Policy.STRICT and evidence.launches is not None and evidence.moved_bytes is not None:
+        own_bytes = sum(int(launch[2]) for launched in evidence.launches for launch in launched
+                        if launch[1] == candidate_file and len(launch) > 2)
+        judged = own_bytes + evidence.moved_bytes
+        if judged >= SHARE_JUDGED_BYTES and own_bytes < MIN_STRICT_OWN_SHARE * judged:
+            moved = evidence.moved_bytes / judged
+            found.append(Violation(ViolationKind.POLICY,
+                                   f"torch's copies and fills move {moved:.0%} of the bytes and the candidate's "
+                                   f"kernels {own_bytes / judged:.0%} (at least {MIN_STRICT_OWN_SHARE:.0%} in a "
+                                   f"strict task)"))
+    if evidence.compiled_graphs:
+        found.append(Violation(ViolationKind.POLICY, f"torch.compile compiled {evidence.compiled_graphs} graph(s) "
+                                                     f"in the candidate's process"))
+    if policy is Policy.STRICT and host_limit is not None and evidence.hand_outs:
+        handed = sum(size for _, size in evidence.hand_outs)
+        if handed > host_limit:
+            what = Counter(name for name, _ in evidence.hand_outs)
+            found.append(Violation(ViolationKind.POLICY,
+                                   f"{_bytes(handed)} of tensor data handed to host code in a strict task "
+                                   f"(input-sized: over {_bytes(host_limit)}; "
+                                   f"{', '.join(f'.{n}() ×{c}' for n, c in what.most_common(LISTED))}): "
+                                   f"host compute"))
+    return found

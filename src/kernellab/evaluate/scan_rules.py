@@ -12,6 +12,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from kernellab.evaluate.verdict import ViolationKind
+from kernellab.sandbox.own_compiles import blank_cpp_noise, global_names  # noqa: F401 (the C++ scan's, shared)
 from kernellab.tasks.model import Policy
 
 K = ViolationKind
@@ -88,6 +89,14 @@ RULES: dict[str, Rule] = {r.name: r for r in (
     Rule("own_compute_only", K.POLICY, "is library compute",
          "strict tasks require all compute in the candidate's own kernels; torch may only allocate, "
          "view, copy and cast", frozenset({Policy.STRICT})),
+    Rule("device_code_only", K.POLICY, "is host code in a @triton.jit body",
+         "a jit body compiles to device code, where only Triton's language, other jit functions and a few "
+         "builtins on constants exist; a call into torch, NumPy or another host library there runs only "
+         "under the interpreter, doing the kernel's work on the host"),
+    Rule("own_kernels_only", K.POLICY, "compiles GPU code outside Triton and load_inline",
+         "the trace recognises the candidate's kernels by what its Triton and load_inline compiles "
+         "produced; kernels another compiler builds (CuPy, Numba, torch's jiterator) carry names the "
+         "candidate chooses, and one named like torch's copy kernels would pass for data movement"),
     Rule("readable_cpp_source", K.POLICY, "hides code from the scan",
          "C++ given to load_inline is scanned like the Python; a source the scan cannot rebuild from "
          "string constants is a blind spot"),
@@ -150,6 +159,7 @@ REFERENCES: dict[str, str | None] = {
             "torch.profiler", "torch.autograd.profiler", "torch.autograd._profiler_enabled", "torch.cuda.profiler",
             "torch.is_grad_enabled", "torch.is_inference_mode_enabled", "torch.is_autocast_enabled"),
     **_rule("no_private_torch", "torch._C", "torch._VF", "torch._ops"),
+    **_rule("own_kernels_only", "cupy", "cupyx", "numba", "torch.cuda.jiterator", "pyopencl", "warp", "taichi"),
     "importlib.util.find_spec": None, "importlib.metadata": None,
     "torch._C._cuda_getCurrentRawStream": None,  # how Inductor-style launchers read the current stream
 }
@@ -167,6 +177,12 @@ PROTECTED = frozenset({"torch", "triton", "time", "random", "numpy", "math", "bu
 TENSOR_TYPES = frozenset({"torch.Tensor", "torch._tensor.Tensor", "torch.nn.Parameter",
                           "torch.nn.parameter.Parameter", "torch.nn.Buffer"})
 SUBCLASS_ATTRS = frozenset({"_make_subclass", "_make_wrapper_subclass", "__torch_function__", "__torch_dispatch__"})
+# A function's code object: swapping or rebuilding it (``fn.__code__.replace(co_filename=...)``) runs
+# code the scan never read, under a file name of the candidate's choosing.
+CODE_ATTRS = frozenset({"__code__", "co_filename", "co_code"})
+# What a @triton.jit body may call by qualified name: Triton's language and helpers, builtins on
+# constants (range, min, max, len, int, ...) and math on constexprs. Anything else is host code.
+DEVICE_CALL_ROOTS = frozenset({"triton", "builtins", "math"})
 FRAME_ATTRS = frozenset({"f_back", "f_locals", "f_globals", "f_builtins", "tb_frame", "gi_frame", "cr_frame",
                          "ag_frame", "__traceback__"})  # frames reached without inspect or sys
 # Patching these is threat 8 (timers, synchronize, allclose): how a call is timed or compared.
@@ -292,7 +308,6 @@ _CPP_FUNCTIONS = _CPP_METHODS + (
     "reciprocal", "square", "erf", "softplus", "logsumexp", "max", "min", "any", "all", "sort", "argsort",
     "embedding", "index_add", "index_put", "masked_select", "nonzero", "outer", "tensordot", "dropout",
     "cross_entropy", "nll_loss", "mse_loss", "max_pool2d", "avg_pool2d", "adaptive_avg_pool2d", "interpolate")
-_CPP_NOISE = re.compile(r'//[^\n]*|/\*.*?\*/|"(?:\\.|[^"\\\n])*"|\'(?:\\.|[^\'\\\n])*\'', re.S)
 _CPP_RULES = (
     ("no_side_stream", re.compile(r"\b(?:cudaStreamCreate\w*|cuStreamCreate\w*|getStreamFromPool|"
                                   r"getStreamFromExternal|getDefaultCUDAStream|setCurrentCUDAStream|"
@@ -311,27 +326,7 @@ _CPP_RULES = (
                                   r"\bstd::filesystem\b|\benviron\b")),
     ("no_network", re.compile(r"\b(?:socket|connect|gethostbyname|getaddrinfo)\s*\(|\bcurl_\w+")),
 )
-_GLOBAL = re.compile(r"\b__global__\b")
 _PASTING_MACRO = re.compile(r"^[ \t]*#[ \t]*define[ \t]+(\w+)\(([^)]*)\)[ \t]*(.*)$", re.MULTILINE)
-
-
-def blank_cpp_noise(code: str) -> str:
-    """Comments and string literals replaced by spaces (newlines kept, so offsets still match)."""
-    return _CPP_NOISE.sub(lambda m: re.sub(r"[^\n]", " ", m.group()), code)
-
-
-def global_names(code: str) -> set[str]:
-    """Names of the ``__global__`` functions in a C++/CUDA source."""
-    code = blank_cpp_noise(code)
-    names = set()
-    for m in _GLOBAL.finditer(code):
-        head = code[m.end(): m.end() + 600]
-        head = re.sub(r"__launch_bounds__\s*\([^()]*\)|__attribute__\s*\(\([^()]*\)\)", " ", head)
-        paren = head.find("(")
-        ident = re.search(r"([A-Za-z_]\w*)\s*(?:<[^<>]*>)?\s*$", head[:paren]) if paren >= 0 else None
-        if ident:
-            names.add(ident.group(1))
-    return names
 
 
 def _pasted(code: str) -> Iterator[tuple[int, str]]:

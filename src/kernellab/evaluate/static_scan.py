@@ -20,8 +20,8 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from kernellab.evaluate.scan_rules import (
-    BUILTIN_ARITHMETIC, FORWARD_PROBES, FRAME_ATTRS, IMPORTABLE, PROTECTED, REFERENCES, RULES, SUBCLASS_ATTRS,
-    TENSOR_TYPES, Finding, cpp_findings, lookup, patch_finding,
+    BUILTIN_ARITHMETIC, CODE_ATTRS, DEVICE_CALL_ROOTS, FORWARD_PROBES, FRAME_ATTRS, IMPORTABLE, PROTECTED,
+    REFERENCES, RULES, SUBCLASS_ATTRS, TENSOR_TYPES, Finding, cpp_findings, lookup, patch_finding,
 )
 from kernellab.evaluate.source_facts import SourceFacts, last_name, walk_outside_kernels
 from kernellab.evaluate.verdict import Violation
@@ -96,6 +96,7 @@ def _findings(facts: SourceFacts) -> Iterator[Finding]:
     yield from _subclass_findings(facts)
     yield from _fallback_findings(facts)
     yield from _forward_findings(facts)
+    yield from _kernel_body_findings(facts)
     for source in facts.cpp:
         for rule, offset, token in cpp_findings(source.text):
             yield Finding(rule, source.line_at(offset), f"C++ `{token}`")
@@ -121,6 +122,8 @@ def _reference_findings(facts: SourceFacts) -> Iterator[Finding]:
             yield Finding("no_dynamic_code", node.lineno, "__builtins__")
         elif isinstance(node, ast.Attribute) and node.attr in FRAME_ATTRS:
             yield Finding("no_frame_access", node.lineno, f".{node.attr}")
+        elif isinstance(node, ast.Attribute) and node.attr in CODE_ATTRS:
+            yield Finding("no_dynamic_code", node.lineno, f".{node.attr} (a function's code object)")
         if not isinstance(node, (ast.Name, ast.Attribute, ast.Call)) or not facts.maximal(node):
             continue
         if isinstance(node, ast.Call):
@@ -285,3 +288,24 @@ def _forward_findings(facts: SourceFacts) -> Iterator[Finding]:
                 q = facts.qualname(node)
                 if q and lookup(q, FORWARD_PROBES):
                     yield Finding("no_phase_probe", node.lineno, f"{q} in {fn.name}()")
+
+
+def _kernel_body_findings(facts: SourceFacts) -> Iterator[Finding]:
+    """Calls in a @triton.jit body that resolve to a host library (torch, numpy, ...)."""
+    for fn in facts.jit:
+        for node in ast.walk(fn):
+            if isinstance(node, ast.Call) and node not in fn.decorator_list:
+                q = facts.qualname(node.func)
+                if q and q.split(".")[0] not in DEVICE_CALL_ROOTS and not _in_decorator(facts, node, fn):
+                    yield Finding("device_code_only", node.lineno, f"{q}() in {fn.name}()")
+
+
+def _in_decorator(facts: SourceFacts, node: ast.AST, fn: ast.AST) -> bool:
+    """Decorator arguments (``@triton.autotune(configs=[...])``) run on the host, once."""
+    while node is not None and node is not fn:
+        parent = facts.parent.get(node)
+        if parent is fn and node in getattr(fn, "decorator_list", ()):
+            return True
+        node = parent
+    return False
+

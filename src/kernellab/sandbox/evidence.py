@@ -2,16 +2,28 @@
 
 On a GPU: the kernels of a CUPTI trace with their streams. The launch stream is identified by a
 marker kernel the harness issues on it inside the trace, because CUPTI numbers streams its own way.
-On the CPU (Triton interpreter): the names of the candidate's Triton functions the interpreter ran,
-and a dispatch-level log of aten ops issued outside those launches (the interpreter itself issues
-aten ops, which must not be charged to the candidate).
+On the CPU (Triton interpreter): the Triton functions the interpreter launched in each call, with
+the file their code comes from (``LaunchLog``), and a dispatch-level log of aten ops (``OpLog``).
+The interpreter's own launcher issues aten ops (copying arguments to and from the host), which must
+not be charged to the candidate; an op issued while a launch runs is the interpreter's only if the
+Python code that issued it is Triton's own, loaded before the candidate's module ran. Anything else
+inside a launch (a ``@triton.jit`` body calling torch on host tensors, a pre-run hook) is the
+candidate's, and reported apart: no GPU build could compile it. The op log also records tensors
+handed to host code (``.numpy()``, ``__array__``, ``.tolist()``, DLPack, storages), the CPU's
+counterpart of a device-to-host copy.
 """
 
 from __future__ import annotations
 
+import json
+import os
+import sys
+import tempfile
+import types
 from typing import Any
 
 import torch
+from torch.overrides import TorchFunctionMode
 from torch.utils._python_dispatch import TorchDispatchMode
 
 MARKER_NUMEL = 7919  # a prime, so the marker fill is recognisable by its size in the trace
@@ -79,26 +91,240 @@ def track_interpreter_launches() -> InterpreterLaunches | None:
 
 
 class OpLog(TorchDispatchMode):
-    """Aten ops the candidate issued outside interpreted kernel launches.
+    """Aten ops the candidate issued; ops inside interpreted kernel launches are kept apart.
 
-    It also poisons every fresh ``torch.empty*`` the candidate allocates: on the CPU, malloc hands
-    back freed blocks too unpredictably for the GPU's poison-and-free trick to work, so an output
-    the kernel never writes is made recognisable at allocation instead.
+    ``ops``: ops issued outside launches. ``ops_in_kernels``: ops issued inside a launch by code that
+    is not Triton's (a jit body or hook doing host work). ``hand_outs``: (what, bytes) for each tensor
+    handed to host code. It also poisons every fresh ``torch.empty*`` the candidate allocates: on the
+    CPU, malloc hands back freed blocks too unpredictably for the GPU's poison-and-free trick to
+    work, so an output the kernel never writes is made recognisable at allocation instead.
     """
 
     def __init__(self, launches: InterpreterLaunches | None):
         super().__init__()
         self.launches = launches
         self.ops: list[str] = []
+        self.ops_in_kernels: list[str] = []
+        self.hand_outs: list[tuple[str, int]] = []
+        self.moved_bytes = 0  # read + written by torch copies and fills outside launches
+        self._host_reads = _HostReads(self.hand_outs)
+        remember_triton_code()  # normally done before the candidate's import (record_interpreted_launches)
+
+    def __enter__(self):
+        self._host_reads.__enter__()
+        try:
+            return super().__enter__()
+        except BaseException:
+            self._host_reads.__exit__(None, None, None)
+            raise
+
+    def __exit__(self, *exc):
+        try:
+            return super().__exit__(*exc)
+        finally:
+            self._host_reads.__exit__(*exc)
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         outside = self.launches is None or self.launches.depth == 0
         if outside:
             self.ops.append(str(func))
+        elif _issuer(sys._getframe(1), through_torch=True) != "triton":
+            self.ops_in_kernels.append(str(func))
         result = func(*args, **(kwargs or {}))
         if outside and str(func) in _EMPTY_OPS and isinstance(result, torch.Tensor) and result.is_floating_point():
             poison_fill(result)
+        if outside:
+            self.moved_bytes += _moved_bytes(str(func), args, result)
         return result
+
+
+# Torch ops that move data (the CPU's stand-in for the GPU time of torch's copy and fill kernels):
+# copies read and write their output's bytes, fills write them. Views and allocations move nothing.
+_COPIES = frozenset({"clone", "contiguous", "_to_copy", "copy_", "_copy_from", "_copy_from_and_resize", "cat",
+                     "stack", "constant_pad_nd", "repeat", "lift_fresh_copy"})
+_FILLS = frozenset({"fill_", "zero_", "zeros", "ones", "full", "zeros_like", "ones_like", "full_like", "new_zeros",
+                    "new_ones", "new_full"})
+
+
+def _moved_bytes(op: str, args: tuple, result: Any) -> int:
+    name = op.split(".")[1] if op.startswith("aten.") else ""
+    if name not in _COPIES and name not in _FILLS:
+        return 0
+    out = args[0] if name.endswith("_") and args and isinstance(args[0], torch.Tensor) else result
+    if not isinstance(out, torch.Tensor):
+        return 0
+    return out.numel() * out.element_size() * (2 if name in _COPIES else 1)
+
+
+# Tensor methods that give host code the tensor's data: numpy/__array__ share it with NumPy, DLPack
+# with any library, a storage with Python indexing, tolist copies it out.
+_HAND_OUTS = frozenset({"numpy", "__array__", "tolist", "__dlpack__", "untyped_storage", "storage"})
+
+
+class _HostReads(TorchFunctionMode):
+    """Records tensors handed to host code, by bytes; the interpreter's own reads are left out."""
+
+    def __init__(self, sink: list[tuple[str, int]]):
+        super().__init__()
+        self.sink = sink
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        name = getattr(func, "__name__", "")
+        if name in _HAND_OUTS and args and isinstance(args[0], torch.Tensor) \
+                and _issuer(sys._getframe(1), through_torch=False) == "other":
+            t = args[0]
+            size = t.untyped_storage().nbytes() if "storage" in name else t.numel() * t.element_size()
+            self.sink.append((name, int(size)))
+        return func(*args, **(kwargs or {}))
+
+
+_TORCH_DIR = os.path.dirname(torch.__file__) + os.sep
+_TRITON_CODE: set[types.CodeType] = set()
+
+
+def remember_triton_code() -> None:
+    """Collect the code objects of every loaded ``triton`` module, before any candidate code runs.
+    An op whose issuing frame runs one of them is Triton's own; the set holds the objects themselves,
+    so a candidate cannot join it by naming a function or a file like Triton's."""
+    if _TRITON_CODE:
+        return
+    seen: set[int] = set()
+
+    def add(code: types.CodeType) -> None:
+        if code not in _TRITON_CODE:
+            _TRITON_CODE.add(code)
+            for const in code.co_consts:
+                if isinstance(const, types.CodeType):
+                    add(const)
+
+    def visit(value: Any, depth: int = 0) -> None:
+        if id(value) in seen or depth > 3:
+            return
+        seen.add(id(value))
+        if isinstance(value, (staticmethod, classmethod)):
+            value = value.__func__
+        if isinstance(value, property):
+            for f in (value.fget, value.fset, value.fdel):
+                if f is not None:
+                    visit(f, depth + 1)
+            return
+        code = getattr(value, "__code__", None)
+        if isinstance(code, types.CodeType):
+            add(code)
+            wrapped = getattr(value, "__wrapped__", None)
+            if wrapped is not None:
+                visit(wrapped, depth + 1)
+        elif isinstance(value, type) and str(getattr(value, "__module__", "")).startswith("triton"):
+            for member in vars(value).values():
+                visit(member, depth + 1)
+
+    for name, module in list(sys.modules.items()):
+        if module is not None and (name == "triton" or name.startswith("triton.")):
+            for value in list(vars(module).values()):
+                visit(value)
+
+
+_HERE = __file__
+
+
+def _issuer(frame: Any, through_torch: bool) -> str:
+    """Whose Python code issued an op: "triton" (Triton's own code, loaded before the candidate),
+    "torch", or "other". Frames of this module (the op log's own handlers) are skipped, and torch's
+    own Python frames too when ``through_torch`` (an op torch issues on behalf of its caller)."""
+    while frame is not None and (frame.f_code.co_filename == _HERE
+                                 or through_torch and frame.f_code.co_filename.startswith(_TORCH_DIR)):
+        frame = frame.f_back
+    if frame is None:
+        return "other"
+    if frame.f_code in _TRITON_CODE:
+        return "triton"
+    return "torch" if frame.f_code.co_filename.startswith(_TORCH_DIR) else "other"
+
+
+class LaunchLog:
+    """Per call, the kernels the Triton interpreter launched: [function name, file of its code, bytes
+    its loads and stores moved].
+
+    The judge counts a launch as the candidate's own when the code comes from the candidate's file:
+    the interpreter runs the function's code (rewritten from that file's source), never a name. The
+    bytes are the CPU's stand-in for the kernel's GPU time, weighed against torch's data movement."""
+
+    def __init__(self) -> None:
+        self.calls: list[list[list[Any]]] = []
+        self.current: list[list[Any]] | None = None
+        self.active: list[Any] | None = None  # the launch running now
+
+    def start_call(self) -> None:
+        self.current = []
+
+    def end_call(self) -> None:
+        if self.current is not None:
+            self.calls.append(self.current)
+        self.current = None
+
+    def take(self) -> list[list[list[Any]]]:
+        calls, self.calls = self.calls, []
+        return calls
+
+    def moved(self, nbytes: int) -> None:
+        if self.active is not None:
+            self.active[2] += nbytes
+
+
+def record_interpreted_launches() -> LaunchLog | None:
+    """Install a ``LaunchLog`` on the interpreter's grid launches and on its loads and stores
+    (before the candidate's import)."""
+    try:
+        from triton.runtime import interpreter
+    except ImportError:
+        return None
+    import numpy as np
+
+    remember_triton_code()
+    log = LaunchLog()
+    original = interpreter.GridExecutor.__call__
+
+    def logged_call(self, *args, **kwargs):
+        if log.current is None:
+            return original(self, *args, **kwargs)
+        fn = getattr(self, "fn", None)
+        code = getattr(fn, "__code__", None)
+        entry = [getattr(fn, "__name__", "?"), code.co_filename if code is not None else "", 0]
+        log.current.append(entry)
+        outer, log.active = log.active, entry
+        try:
+            return original(self, *args, **kwargs)
+        finally:
+            log.active = outer
+
+    interpreter.GridExecutor.__call__ = logged_call
+    builder = interpreter.InterpreterBuilder
+    load, store = getattr(builder, "create_masked_load", None), getattr(builder, "create_masked_store", None)
+    if load is not None and store is not None:
+        def counted_load(self, ptrs, mask, *args, **kwargs):
+            if log.active is not None:
+                log.moved(int(np.count_nonzero(mask.data)) * (ptrs.get_element_ty().primitive_bitwidth // 8))
+            return load(self, ptrs, mask, *args, **kwargs)
+
+        def counted_store(self, ptrs, value, mask, *args, **kwargs):
+            if log.active is not None:
+                log.moved(int(np.count_nonzero(mask.data)) * value.data.itemsize)
+            return store(self, ptrs, value, mask, *args, **kwargs)
+
+        builder.create_masked_load, builder.create_masked_store = counted_load, counted_store
+    return log
+
+
+def compiled_graphs() -> int:
+    """Graphs torch.compile (Dynamo) has compiled in this process: 0 unless Dynamo was ever used."""
+    dynamo_utils = sys.modules.get("torch._dynamo.utils")
+    counters = getattr(dynamo_utils, "counters", None)
+    if counters is None:
+        return 0
+    try:
+        return int(sum(counters["stats"].get(k, 0) for k in ("unique_graphs",)))
+    except Exception:  # noqa: BLE001 - a counter layout of another torch version: no evidence
+        return 0
 
 
 def mark_launch_stream() -> None:
@@ -106,27 +332,68 @@ def mark_launch_stream() -> None:
     torch.empty(MARKER_NUMEL, dtype=torch.float32, device="cuda").fill_(1.0)
 
 
+END_MARKER = "FillFunctor<short>"  # the name of mark_call_end's kernel in a trace
+
+
+def mark_call_end() -> None:
+    """Issue a fill of 16-bit integers where the candidate's part of a call ends. What the trace holds
+    after the last one is the harness's own work (copying outputs and gradients to send them): the
+    judge leaves that data movement out of the candidate's share, and still charges any compute."""
+    torch.empty(MARKER_NUMEL, dtype=torch.int16, device="cuda").fill_(1)
+
+
+class CallSpan:
+    """The context a GPU call's forward and backward run in while it is traced: each exit marks
+    where the candidate's work ended (the harness copies outputs and gradients after the last)."""
+
+    def __enter__(self) -> CallSpan:
+        return self
+
+    def __exit__(self, *exc: Any) -> bool:
+        mark_call_end()
+        return False
+
+
 def kernel_records(prof: Any) -> list[dict[str, Any]]:
-    """GPU activity of a finished ``torch.profiler.profile``: name, stream, µs, and whether it is a marker."""
+    """GPU activity of a finished ``torch.profiler.profile``: name, stream, µs, start, and for memory
+    copies the bytes moved (``None`` for kernels)."""
     records = []
     for event in prof.profiler.kineto_results.events():
         if event.device_type() != torch.autograd.DeviceType.CUDA:
             continue
         name = event.name()
         records.append({"name": name, "stream": int(event.device_resource_id()),
-                        "duration_us": event.duration_ns() / 1000.0, "start_ns": int(event.start_ns())})
+                        "duration_us": event.duration_ns() / 1000.0, "start_ns": int(event.start_ns()),
+                        "bytes": None})
     records.sort(key=lambda r: r["start_ns"])
+    if any(r["name"].startswith(_TO_HOST) for r in records):
+        _add_copy_bytes(prof, records)
     return records  # records[0] is the marker of mark_launch_stream()
 
 
-def fingerprint(t: Any, weights: torch.Tensor) -> float:
-    """A random projection of an output: the same function in the child (timed calls) and in the
-    judge (the checked outputs of the same inputs), so the two can be compared number for number."""
-    if not isinstance(t, torch.Tensor):
-        return float("nan")
-    flat = t.detach().reshape(-1)
-    n = min(flat.numel(), weights.numel())
-    if n == 0:
-        return 0.0
-    values = torch.nan_to_num(flat[:n].to(torch.float64), nan=1e300, posinf=1e300, neginf=-1e300)
-    return float((values * weights[:n].to(values.device)).sum())
+_TO_HOST = "Memcpy DtoH"
+
+
+def _add_copy_bytes(prof: Any, records: list[dict[str, Any]]) -> None:
+    """Bytes of each device-to-host copy. Kineto's events carry no byte counts in Python, its Chrome
+    trace does (``args.bytes``); it is written only for traces that hold such a copy."""
+    handle, path = tempfile.mkstemp(suffix=".json")
+    os.close(handle)
+    try:
+        prof.export_chrome_trace(path)
+        with open(path) as f:
+            events = json.load(f).get("traceEvents", [])
+    except (OSError, ValueError, RuntimeError):
+        return
+    finally:
+        try:
+            os.unlink(path)
+        except OSError:
+            pass
+    sizes = [int(e.get("args", {}).get("bytes", 0)) for e in sorted(
+        (e for e in events if str(e.get("name", "")).startswith(_TO_HOST) and e.get("ph") == "X"),
+        key=lambda e: float(e.get("ts", 0)))]
+    copies = [r for r in records if r["name"].startswith(_TO_HOST)]
+    if len(sizes) == len(copies):
+        for record, size in zip(copies, sizes):
+            record["bytes"] = size

@@ -8,14 +8,13 @@ a wrong answer that equals an earlier trial's answer is named ``output_cache``.
 
 from __future__ import annotations
 
-import random
-
 import torch
 
 from kernellab.evaluate import seeds
 from kernellab.evaluate.checking import CallOutcome, bitwise_equal, run_case
 from kernellab.evaluate.reference import Case
 from kernellab.evaluate.tolerance import adversarial_factor, normalised_error
+from kernellab.evaluate.trace_sampling import traced
 from kernellab.evaluate.verdict import ConfigCheck, Stage, StageResult, ViolationKind
 from kernellab.tasks.model import Config, Visibility
 
@@ -53,7 +52,7 @@ def _over(ctx, stage: Stage, configs: list[Config], skipped: list[str], *, backw
             # may have evicted it to make room, and a large task's cases take tens of GB.
             if not _record(ctx, result, run_case(ctx, ctx.session.case(
                     config, dtype, ctx.session.options.seed + seed_offset, backward=backward, once=once),
-                    backward=backward)):
+                    backward=backward, profile=traced(ctx, stage, f"{config.label}|{dtype}", 0, 1))):
                 return result
     if not configs and not skipped:
         result.skipped = f"the task has no {stage.value} configs"
@@ -77,19 +76,17 @@ def shape_sweep(ctx) -> StageResult:
     if not configs:  # the interpreter: sweep the small configs, so the cache checks still run
         configs = ctx.session.task.configs_of(Visibility.SMALL)
     seed = ctx.session.options.seed
-    rng = random.Random(seed)
+    trials = max(1, ctx.session.options.trials)
     for config in configs:
-        # One profiled call per config, in a dtype drawn at random: the trace is evidence for the
-        # policy, and profiling every config × dtype would cost more than it adds.
-        profiled = rng.choice(ctx.session.resolved.dtypes) if ctx.session.device == "cuda" else None
         for dtype in ctx.session.resolved.dtypes:
             earlier: list[Case] = []
             first = None
-            for trial in range(max(1, ctx.session.options.trials)):
+            for trial in range(trials):
                 case = ctx.session.case(config, dtype, seeds.trial(seed, seeds.SWEEP, trial))
                 if trial == 1 and first is not None:
                     case = _same_pointers(case, first)  # new values at the same addresses
-                outcome = run_case(ctx, case, profile=trial == 0 and dtype == profiled, same_buffers=trial == 1)
+                profile = traced(ctx, Stage.SHAPE_SWEEP, f"{config.label}|{dtype}", trial, trials)
+                outcome = run_case(ctx, case, profile=profile, same_buffers=trial == 1)
                 if not outcome.passed and earlier and _matches_earlier(outcome, earlier):
                     ctx.violate(ViolationKind.OUTPUT_CACHE,
                                 f"{config.label} {dtype}: trial {trial} returned the output of an earlier "
@@ -130,13 +127,14 @@ def stability(ctx) -> StageResult:
     notes = []
     for config in configs:
         for dtype in ctx.session.resolved.dtypes:
-            for kind in STABILITY_KINDS:
+            for k, kind in enumerate(STABILITY_KINDS):
                 case = ctx.session.case(config, dtype, ctx.session.options.seed + seeds.STABILITY, variant=kind,
                                         once=True)
                 if not _eager_meaningful(case):
                     notes.append(f"{kind}/{dtype}")
                     continue
-                outcome = run_case(ctx, case, label=f"{config.label} [{kind}]")
+                profile = traced(ctx, Stage.STABILITY, f"{config.label}|{dtype}", k, len(STABILITY_KINDS))
+                outcome = run_case(ctx, case, label=f"{config.label} [{kind}]", profile=profile)
                 if not _record(ctx, result, outcome):
                     return result
     if notes:
@@ -155,8 +153,8 @@ def determinism(ctx) -> StageResult:
     config = (seen or ctx.session.task.configs_of(Visibility.SMALL))[0]
     dtype = ctx.session.resolved.dtypes[0]
     case = ctx.session.case(config, dtype, ctx.session.options.seed)
-    first = run_case(ctx, case)
-    second = run_case(ctx, case)
+    first = run_case(ctx, case, profile=traced(ctx, Stage.DETERMINISM, config.label, 0, 2))
+    second = run_case(ctx, case, profile=traced(ctx, Stage.DETERMINISM, config.label, 1, 2))
     result = StageResult(Stage.DETERMINISM, True)
     comparable = len(first.outputs) == len(second.outputs) and all(
         isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor) and a.shape == b.shape and a.dtype == b.dtype
@@ -209,7 +207,8 @@ def holdout(ctx) -> StageResult | None:
     for config in configs:
         for dtype in ctx.session.resolved.dtypes:
             outcome = run_case(ctx, ctx.session.case(config, dtype, ctx.session.options.seed + seeds.HOLDOUT,
-                                                     once=not (timing and dtype in timed)))  # a timed one is used again
+                                                     once=not (timing and dtype in timed)),  # a timed one is used again
+                               profile=traced(ctx, Stage.HOLDOUT, f"{config.label}|{dtype}", 0, 1))
             result.configs.append(outcome.check)
             if not outcome.passed:
                 failed.append(f"{config.label} {dtype}")

@@ -1,0 +1,172 @@
+"""Which kernels in a trace are the candidate's own: by what its compile produced, never by name.
+
+The child compiles the candidate's kernels under ``<name>__kl_own`` (``sandbox/own_compiles.py``), a
+suffix no precompiled library kernel carries. The judge does not take the child's word for it: it
+reads what the candidate's compiles left on disk in the child's own folders.
+
+- Triton: each kernel in the child's Triton cache (``TRITON_CACHE_DIR``) has a metadata ``.json``
+  with the compiled kernel's name and a ``.source`` (the Triton IR the compile started from) whose
+  first location is the file the kernel's function was defined in. A kernel counts only if that file
+  is the candidate's: a library's Triton kernel compiled in the same process (Inductor's, or one the
+  candidate renamed) does not.
+- CUDA C++: the entry symbols of the extensions it built (``TORCH_EXTENSIONS_DIR``), read with
+  ``cuobjdump -symbols`` (the CUDA toolkit's, or the one Triton ships); where no ``cuobjdump`` exists,
+  the ``__global__`` names of its scanned sources stand in (a weaker proof: source is not identity,
+  though the suffix still keeps library kernels out).
+
+Under the Triton interpreter nothing is compiled: a launch is the candidate's when the code the
+interpreter ran comes from the candidate's file (``sandbox.evidence.LaunchLog``).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import re
+import shutil
+import subprocess
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+from kernellab.sandbox.own_compiles import OWN_SUFFIX
+
+log = logging.getLogger(__name__)
+
+_LOC = re.compile(r'loc\("((?:[^"\\]|\\.)*)":\d+:\d+\)')
+_ENTRY = re.compile(r"\bSTO_ENTRY\s+(\S+)\s*$", re.MULTILINE)
+
+
+@dataclass(frozen=True)
+class OwnIdentity:
+    """Function names (suffix included) of the kernels the candidate's own compiles produced."""
+
+    kernels: frozenset[str] = frozenset()
+    notes: tuple[str, ...] = ()
+
+    def owns(self, kernel_identifier: str) -> bool:
+        return kernel_identifier.endswith(OWN_SUFFIX) and kernel_identifier in self.kernels
+
+
+def mangled_identifiers(symbol: str) -> list[str]:
+    """The source names inside an Itanium-mangled symbol (``_ZN2ns10add_kernelIfEEvPf`` ->
+    ``["ns", "add_kernel"]``); an unmangled (``extern "C"``) symbol is its own name."""
+    if not symbol.startswith("_Z"):
+        return [symbol]
+    names, i = [], 2
+    while i < len(symbol):
+        m = re.match(r"\d+", symbol[i:])
+        if not m:
+            i += 1
+            continue
+        n, start = int(m.group()), i + len(m.group())
+        word = symbol[start:start + n]
+        substitution = symbol[i - 1] in "ST"  # S1_, T0_: back-references, not lengths
+        if n and not substitution and len(word) == n and re.fullmatch(r"[A-Za-z_]\w*", word):
+            names.append(word)
+            i = start + n
+        else:
+            i = start
+    return names
+
+
+class OwnKernelReader:
+    """Reads one child's compile folders, remembering what it has read (entries never change once
+    written, and an evaluation re-reads after every traced call to pick up new specialisations)."""
+
+    def __init__(self, candidate_file: str, triton_cache: str | os.PathLike[str] | None,
+                 extensions: str | os.PathLike[str] | None, source_cuda_names: Iterable[str] = ()):
+        self.candidate_file = str(candidate_file)
+        self.triton_cache = Path(triton_cache) if triton_cache else None
+        self.extensions = Path(extensions) if extensions else None
+        self.source_cuda_names = frozenset(source_cuda_names)
+        self._entries: dict[Path, tuple[str | None, bool]] = {}  # entry folder -> (own kernel name, complete)
+        self._binaries: dict[tuple[Path, float, int], frozenset[str]] = {}
+        self._notes: list[str] = []
+
+    def identity(self) -> OwnIdentity:
+        return OwnIdentity(frozenset(self._triton_kernels() | self._extension_kernels()), tuple(self._notes))
+
+    # --- Triton ----------------------------------------------------------------------------------
+    def _triton_kernels(self) -> set[str]:
+        if self.triton_cache is None or not self.triton_cache.is_dir():
+            return set()
+        for entry in self.triton_cache.iterdir():
+            known = self._entries.get(entry)
+            if known is None or not known[1]:
+                settled = _settled(entry)  # read before the entry, so a late file is read next time
+                self._entries[entry] = (self._triton_entry(entry), settled)
+        return {name for name, _ in self._entries.values() if name}
+
+    def _triton_entry(self, entry: Path) -> str | None:
+        for meta in entry.glob("*.json"):
+            if meta.name.startswith("__grp__"):
+                continue
+            try:
+                name = json.loads(meta.read_text()).get("name")
+                source = meta.with_suffix(".source").read_text(errors="replace")
+            except (OSError, ValueError):
+                continue
+            where = _LOC.search(source)
+            if isinstance(name, str) and name.endswith(OWN_SUFFIX) and where \
+                    and _unescape(where.group(1)) == self.candidate_file:
+                return name
+        return None
+
+    # --- CUDA extensions -----------------------------------------------------------------------------
+    def _extension_kernels(self) -> set[str]:
+        if self.extensions is None or not self.extensions.is_dir():
+            return set()
+        binaries = [p for p in self.extensions.rglob("*.so") if p.is_file()]
+        if not binaries:
+            return set()
+        tool = cuobjdump()
+        if tool is None:
+            note = "no cuobjdump here: the candidate's CUDA kernels were recognised by their source names"
+            if note not in self._notes:
+                self._notes.append(note)
+            return {n + OWN_SUFFIX for n in self.source_cuda_names}
+        found: set[str] = set()
+        for path in binaries:
+            stat = path.stat()
+            key = (path, stat.st_mtime, stat.st_size)
+            if key not in self._binaries:
+                self._binaries[key] = frozenset(entry_identifiers(path, tool))
+            found |= self._binaries[key]
+        return found
+
+
+def entry_identifiers(binary: Path, tool: str) -> set[str]:
+    """Names (suffixed ones only) of the kernel entry points in a binary's embedded device code."""
+    try:
+        listing = subprocess.run([tool, "-symbols", str(binary)], capture_output=True, text=True, timeout=60).stdout
+    except (OSError, subprocess.SubprocessError) as exc:
+        log.warning("cuobjdump failed on %s: %s", binary, exc)
+        return set()
+    return {ident for symbol in _ENTRY.findall(listing) for ident in mangled_identifiers(symbol)
+            if ident.endswith(OWN_SUFFIX)}
+
+
+def cuobjdump() -> str | None:
+    """The CUDA toolkit's ``cuobjdump``, or the one Triton ships with its NVIDIA backend."""
+    found = shutil.which("cuobjdump")
+    if found:
+        return found
+    try:
+        import triton.backends.nvidia as nvidia
+
+        bundled = Path(nvidia.__file__).parent / "bin" / "cuobjdump"
+        return str(bundled) if bundled.is_file() and os.access(bundled, os.X_OK) else None
+    except ImportError:
+        return None
+
+
+def _settled(entry: Path) -> bool:
+    """A Triton cache entry is complete once its group file is written (a compile's last file); an
+    entry of launcher or driver modules holds only a shared object."""
+    return any(entry.glob("__grp__*.json")) or any(entry.glob("*.so"))
+
+
+def _unescape(text: str) -> str:
+    return text.replace('\\"', '"').replace("\\\\", "\\")

@@ -1,0 +1,167 @@
+"""The candidate's own kernels, read from real compiles: Triton's cache and a built CUDA binary.
+
+Triton compiles for sm_90 without a GPU (its ptxas is bundled), so the child's renaming and the
+judge's reading of the cache are exercised here on the CPU, in a subprocess that installs the
+renaming as a candidate child does (``mark_own_compiles``) and compiles three kernels: the
+candidate's own (named like a cuBLAS kernel), a library's, and a library's that the candidate
+renamed to look suffixed.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from kernellab.evaluate.own_identity import OwnKernelReader, cuobjdump, entry_identifiers, mangled_identifiers
+from kernellab.evaluate.policy import Origin, kernel_origin
+from kernellab.sandbox.own_compiles import OWN_SUFFIX, rename_globals
+
+CANDIDATE = '''
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def ampere_sgemm_128x64_nn(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
+    i = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(y_ptr + i, tl.load(x_ptr + i, mask=i < n) * 2, mask=i < n)
+'''
+
+LIBRARY = '''
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def lib_fill(x_ptr, n, BLOCK: tl.constexpr):
+    i = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(x_ptr + i, 1.0, mask=i < n)
+
+
+@triton.jit
+def lib_copy(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
+    i = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(y_ptr + i, tl.load(x_ptr + i, mask=i < n), mask=i < n)
+'''
+
+DRIVER = '''
+import sys
+sys.path.insert(0, sys.argv[1])
+from kernellab.sandbox.own_compiles import mark_own_compiles, OWN_SUFFIX
+mark_own_compiles(sys.argv[2])
+import triton
+from triton.backends.compiler import GPUTarget
+from triton.compiler import ASTSource
+import candidate_mod, library_mod
+# The candidate gives a library kernel a suffixed name of its own choosing: the cache knows better.
+library_mod.lib_copy.repr = lambda spec: "ampere_sgemm_128x64_nn" + OWN_SUFFIX
+target = GPUTarget("cuda", 90, 32)
+sig = {"x_ptr": "*fp32", "y_ptr": "*fp32", "n": "i32", "BLOCK": "constexpr"}
+for fn, signature in ((candidate_mod.ampere_sgemm_128x64_nn, sig),
+                      (library_mod.lib_fill, {"x_ptr": "*fp32", "n": "i32", "BLOCK": "constexpr"}),
+                      (library_mod.lib_copy, sig)):
+    print(triton.compile(ASTSource(fn, signature, constexprs={"BLOCK": 128}), target=target).metadata.name)
+'''
+
+
+@pytest.fixture(scope="module")
+def compiled(tmp_path_factory):
+    """A Triton cache filled as a candidate child fills it, and the compiled kernels' names."""
+    folder = tmp_path_factory.mktemp("compiles")
+    (folder / "candidate_mod.py").write_text(CANDIDATE)
+    (folder / "library_mod.py").write_text(LIBRARY)
+    (folder / "driver.py").write_text(DRIVER)
+    cache = folder / "triton"
+    env = {"PATH": "/usr/bin:/bin", "TRITON_CACHE_DIR": str(cache), "TRITON_DEFAULT_FP_FUSION": "1",
+           "PYTHONPATH": str(Path(__file__).resolve().parents[2] / "src"), "HOME": str(folder)}
+    run = subprocess.run([sys.executable, str(folder / "driver.py"), str(folder), str(folder / "candidate_mod.py")],
+                         capture_output=True, text=True, env=env, timeout=280)
+    if run.returncode != 0 and "ptxas" in run.stderr:
+        pytest.skip(f"Triton cannot compile for sm_90 here: {run.stderr.strip().splitlines()[-1]}")
+    assert run.returncode == 0, run.stderr[-2000:]
+    return folder, cache, run.stdout.split()
+
+
+def test_the_candidates_triton_kernels_compile_under_the_suffix(compiled):
+    _, _, names = compiled
+    assert names == ["ampere_sgemm_128x64_nn" + OWN_SUFFIX, "lib_fill", "ampere_sgemm_128x64_nn" + OWN_SUFFIX]
+
+
+def test_the_judge_reads_own_kernels_from_the_cache_by_their_source_file(compiled):
+    folder, cache, _ = compiled
+    identity = OwnKernelReader(str(folder / "candidate_mod.py"), cache, None).identity()
+    assert identity.kernels == {"ampere_sgemm_128x64_nn" + OWN_SUFFIX}
+    # a file that compiled nothing owns nothing
+    assert OwnKernelReader(str(folder / "driver.py"), cache, None).identity().kernels == frozenset()
+    # cuBLAS's kernel of that name stays a library kernel; the candidate's compile is its own
+    assert kernel_origin("ampere_sgemm_128x64_nn", identity) is Origin.LIBRARY
+    assert kernel_origin("ampere_sgemm_128x64_nn" + OWN_SUFFIX, identity) is Origin.OWN
+
+
+def test_a_library_kernel_renamed_by_the_candidate_is_not_own(compiled, tmp_path):
+    """The third compile carries the candidate's suffixed name, but its source is the library's file:
+    without that entry's provenance check the identity would be the same name twice, so remove the
+    candidate's own entry and look again."""
+    folder, cache, _ = compiled
+    copy = tmp_path / "triton"
+    shutil.copytree(cache, copy)
+    for meta in copy.glob("*/*.json"):
+        if not meta.name.startswith("__grp__") and "candidate_mod.py" in meta.with_suffix(".source").read_text():
+            shutil.rmtree(meta.parent)
+    assert OwnKernelReader(str(folder / "candidate_mod.py"), copy, None).identity().kernels == frozenset()
+
+
+def test_mangled_identifiers():
+    assert mangled_identifiers("_ZN2ns18add_kernel__kl_ownIfEEvPKT_PS1_i") == ["ns", "add_kernel__kl_own"]
+    assert mangled_identifiers("scale_kernel__kl_own") == ["scale_kernel__kl_own"]
+    assert mangled_identifiers("_Z6kernelPf") == ["kernel"]
+
+
+def test_globals_are_renamed_after_the_last_include():
+    source = textwrap.dedent("""\
+        #include <torch/extension.h>
+        #include <cuda_runtime.h>
+        // __global__ void in_a_comment(float*)
+        template <typename T>
+        __global__ void __launch_bounds__(256) add(const T* a, T* b, int n) { }
+        extern "C" __global__ void ampere_sgemm_128x64_nn(float* x) { }
+        void launch(float* a) { add<float><<<1, 1>>>(a, a, 1); ampere_sgemm_128x64_nn<<<1, 1>>>(a); }
+        """)
+    renamed = rename_globals(source)
+    lines = renamed.splitlines()
+    assert lines[:2] == ["#include <torch/extension.h>", "#include <cuda_runtime.h>"]
+    assert lines[2:4] == [f"#define add add{OWN_SUFFIX}", f"#define ampere_sgemm_128x64_nn ampere_sgemm_128x64_nn{OWN_SUFFIX}"]
+    assert rename_globals(renamed) == renamed or OWN_SUFFIX * 2 not in rename_globals(renamed)
+    assert rename_globals("int main() { return 0; }") == "int main() { return 0; }"
+
+
+NVCC = shutil.which("nvcc")
+
+
+@pytest.mark.skipif(NVCC is None or cuobjdump() is None, reason="needs nvcc and cuobjdump")
+def test_extension_entry_points_carry_the_suffix(tmp_path):
+    """Build a CUDA binary from renamed sources as the child's load_inline does, and read it back."""
+    source = rename_globals(textwrap.dedent("""\
+        #include <cuda_runtime.h>
+        namespace ns { template <typename T> __global__ void add_kernel(const T* a, T* b, int n) { b[0] += a[0]; } }
+        extern "C" __global__ void ampere_sgemm_128x64_nn(float* x) { x[0] = 1; }
+        void launch(float* a, float* b) {
+            ns::add_kernel<float><<<1, 1>>>(a, b, 1);
+            ampere_sgemm_128x64_nn<<<1, 1>>>(a);
+        }
+        """))
+    (tmp_path / "k.cu").write_text(source)
+    build = subprocess.run([NVCC, "-shared", "-Xcompiler", "-fPIC", "-arch=sm_90", str(tmp_path / "k.cu"), "-o",
+                            str(tmp_path / "k.so")], capture_output=True, text=True, timeout=280)
+    if build.returncode != 0:
+        pytest.skip(f"nvcc could not build here: {build.stderr.strip()[-200:]}")
+    found = entry_identifiers(tmp_path / "k.so", cuobjdump())
+    assert found == {"add_kernel" + OWN_SUFFIX, "ampere_sgemm_128x64_nn" + OWN_SUFFIX}
+    identity = OwnKernelReader("unused.py", None, tmp_path).identity()
+    assert kernel_origin(f"void ns::add_kernel{OWN_SUFFIX}<float>(float const*, float*, int)", identity) is Origin.OWN
+    assert kernel_origin("ampere_sgemm_128x64_nn", identity) is Origin.LIBRARY

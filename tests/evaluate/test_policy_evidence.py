@@ -1,0 +1,42 @@
+"""What of a traced call is charged to the candidate: the harness's own copies after the call are not."""
+
+from __future__ import annotations
+
+from kernellab.evaluate.own_identity import OwnIdentity
+from kernellab.evaluate.policy import KernelRecord, judge_trace
+from kernellab.evaluate.policy_evidence import candidate_records
+from kernellab.sandbox.evidence import END_MARKER
+from kernellab.sandbox.own_compiles import OWN_SUFFIX
+from kernellab.tasks.model import Policy
+
+OWN = "rmsnorm_kernel" + OWN_SUFFIX
+IDENTITY = OwnIdentity(frozenset({OWN}))
+END = f"void at::native::vectorized_elementwise_kernel<4, at::native::{END_MARKER}, std::array<char*, 1ul> >(int, ...)"
+CLONE = "Memcpy DtoD (Device -> Device)"
+CAST = "void at::native::vectorized_elementwise_kernel<8, at::native::bfloat16_copy_kernel_cuda(...)>(...)"
+ADD = "void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<float>, std::array<char*, 3ul> >(...)"
+
+
+def rec(name: str, us: float) -> KernelRecord:
+    return KernelRecord(name=name, stream=7, duration_us=us)
+
+
+def test_the_harness_copies_after_the_last_end_marker_are_not_the_candidates():
+    records = [rec(CAST, 60.0), rec(OWN, 55.0), rec(END, 1.0), rec(CLONE, 80.0), rec(END, 1.0), rec(CLONE, 80.0)]
+    kept = candidate_records(records, IDENTITY)
+    assert [r.name for r in kept] == [CAST, OWN, CLONE]  # a copy between the forward and backward ends stays
+    assert judge_trace(kept[:2], IDENTITY, Policy.STRICT, 7).violations == []
+    # judged whole, the harness's copies would sink the candidate's share
+    assert judge_trace([r for r in records if END_MARKER not in r.name], IDENTITY, Policy.STRICT, 7).violations
+
+
+def test_compute_after_the_end_marker_is_still_charged():
+    records = [rec(OWN, 55.0), rec(END, 1.0), rec(CLONE, 80.0), rec(ADD, 40.0)]
+    kept = candidate_records(records, IDENTITY)
+    assert [r.name for r in kept] == [OWN, ADD]
+    assert "library kernels ran" in judge_trace(kept, IDENTITY, Policy.STRICT, 7).violations[0].detail
+
+
+def test_without_an_end_marker_every_record_counts():
+    records = [rec(OWN, 55.0), rec(CLONE, 80.0)]
+    assert candidate_records(records, IDENTITY) == records
