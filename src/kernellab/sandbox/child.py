@@ -116,6 +116,7 @@ class Harness:
         self.received = Received()
         self.timer: round_clock.RoundTimer | None = None  # the timing row's clock, kept across its rounds
         self.timer_row: str | None = None
+        self.live: list[dict[str, Any]] = []  # the timing row's own input copies, one set per slot
         self.base_threads = _thread_count()
         self.launches = track_interpreter_launches() if self.interpret else None
         if self.interpret:
@@ -289,27 +290,43 @@ class Harness:
         self.received.add([(slot["inputs"], slot.get("grad_outputs")) for slot in slots], keep=True)
         if self.timer is None or self.timer_row != row:
             self.timer, self.timer_row = round_clock.RoundTimer(device=self.device), row
+            self.live = []
         wrt_idx = backward["wrt"] if backward is not None else None
         params = [p for p in model.parameters() if p.requires_grad] if wrt_idx is not None else []
-        if wrt_idx is not None:
-            for slot in slots:
-                for j in wrt_idx:
-                    slot["inputs"][j].requires_grad_(True)
+        # The calls read inputs of this process's own, into which each slot's values are copied on the
+        # stream right before its call (``load``): the judge's memory holding them is never handed to
+        # the candidate, and no moment before a call holds that call's values.
+        while len(self.live) < len(slots):
+            source = slots[len(self.live)]
+            inputs = [torch.empty_like(t) if isinstance(t, torch.Tensor) else t for t in source["inputs"]]
+            for j in wrt_idx or []:
+                inputs[j].requires_grad_(True)
+            grads = [torch.empty_like(g) for g in source["grad_outputs"]] if source.get("grad_outputs") else None
+            self.live.append({"inputs": inputs, "grad_outputs": grads})
+        live = self.live
+
+        def load(i: int) -> None:
+            with torch.no_grad():
+                for mine, theirs in zip(live[i]["inputs"], slots[i]["inputs"]):
+                    if isinstance(mine, torch.Tensor):
+                        mine.copy_(theirs)
+                for mine, theirs in zip(live[i]["grad_outputs"] or [], slots[i].get("grad_outputs") or []):
+                    mine.copy_(theirs)
 
         def launch(i: int) -> Any:
-            args = slots[i]["inputs"]
+            args = live[i]["inputs"]
             if wrt_idx is None:
                 with torch.no_grad():
                     return plain_outputs(model(*args))
             flat = plain_outputs(model(*args))
             wrt = [args[j] for j in wrt_idx] + params
-            grads = torch.autograd.grad([t for t in flat if t.requires_grad], wrt, slots[i]["grad_outputs"],
+            grads = torch.autograd.grad([t for t in flat if t.requires_grad], wrt, live[i]["grad_outputs"],
                                         allow_unused=True)
             return flat, plain.plain_gradients(grads)
 
         def snapshot(i: int, out: Any) -> dict[str, Any]:
             outputs, grads = (out, None) if wrt_idx is None else out
-            args = slots[i]["inputs"]
+            args = live[i]["inputs"]
             copied = {"outputs": [t.detach().clone() for t in outputs],
                       "mutated": [args[j].detach().clone() for j in mutated], "grads": None}
             if grads is not None:
@@ -321,14 +338,14 @@ class Harness:
         self.timer.warm(warm_ms)
         if method == "graph":
             try:
-                times, snaps = self.timer.replay(launch, snapshot, len(slots))
+                times, snaps = self.timer.replay(launch, snapshot, len(slots), load=load)
             except plain.OutputContractError:
                 raise
             except Exception as exc:  # noqa: BLE001 - capture refused: the judge times with events
                 self.timer.graph = None
                 return {"capture_failed": _describe(exc)}
         else:
-            times, snaps = self.timer.events(launch, snapshot, len(slots), peak=peak)
+            times, snaps = self.timer.events(launch, snapshot, len(slots), peak=peak, load=load)
         return {"times": times.to_dict(), "results": snaps, "threads": _thread_count() - self.base_threads}
 
     # -------------------------------------------------------------------------------- internals

@@ -33,6 +33,7 @@ from kernellab.sandbox.timing_stats import METHODS, spacer_us
 
 Launch = Callable[[int], Any]
 Snapshot = Callable[[int, Any], Any]
+Load = Callable[[int], None]  # copies slot j's values from the judge's memory into the call's inputs
 
 
 @dataclass
@@ -55,6 +56,7 @@ class RoundTimes:
     spacer_s: float = 0.0
     between_s: float = 0.0
     flush_us: list[float] = field(default_factory=list)
+    load_us: list[float] = field(default_factory=list)  # device µs of each copy of a slot's values
     peak_mem_bytes: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
@@ -67,7 +69,7 @@ class RoundTimes:
         if method not in METHODS:
             raise ValueError(f"unknown timing method {method!r}")
         samples = [float(x) for x in d["samples_us"]]
-        flushes = [float(x) for x in d.get("flush_us", [])]
+        flushes = [float(x) for x in d.get("flush_us", [])] + [float(x) for x in d.get("load_us", [])]
         numbers = {k: float(d[k]) for k in ("wall_s", "host_us", "busy_us", "spacer_s", "between_s")}
         if not samples or not all(math.isfinite(x) and x >= 0 for x in samples + flushes) \
                 or not all(math.isfinite(v) and v >= 0 for v in numbers.values()):
@@ -76,8 +78,9 @@ class RoundTimes:
         if calls < 1:
             raise ValueError("a round has at least one call")
         peak = d.get("peak_mem_bytes")
-        return cls(method=method, samples_us=samples, calls=calls, flush_us=flushes,
-                   peak_mem_bytes=None if peak is None else int(peak), **numbers)
+        return cls(method=method, samples_us=samples, calls=calls, flush_us=[float(x) for x in d.get("flush_us", [])],
+                   load_us=[float(x) for x in d.get("load_us", [])], peak_mem_bytes=None if peak is None else int(peak),
+                   **numbers)
 
 
 class RoundTimer:
@@ -108,21 +111,30 @@ class RoundTimer:
                     self.flusher.flush()
                 _synchronize(self.device)
 
-    def events(self, launch: Launch, snapshot: Snapshot, n: int, *, peak: bool = False) -> tuple[RoundTimes, list]:
+    def events(self, launch: Launch, snapshot: Snapshot, n: int, *, peak: bool = False,
+               load: Load | None = None) -> tuple[RoundTimes, list]:
         """Call ``launch(j)`` for j < n with events around each call; ``snapshot(j, out)`` after each.
+
+        ``load(j)``, when given, copies slot j's values into the call's inputs right before the call
+        (before its L2 flush), in stream order: no earlier moment of the round holds them, so nothing
+        run before call j - in an earlier call, between calls, before the round - can compute its
+        result ahead. Its device time is measured (``load_us``), as is each flush's, so work slipped
+        in between the loading and the call shows as a longer gap.
 
         ``peak``: also measure the first call's peak memory (a synchronisation after it: only in a
         round that is not timed)."""
         if self.cpu:
-            return self._host_round(launch, snapshot, n)
+            return self._host_round(launch, snapshot, n, load)
         with torch.cuda.device(self.device), torch.cuda.stream(self.stream):
-            return self._events(launch, snapshot, n, peak)
+            return self._events(launch, snapshot, n, peak, load)
 
-    def _host_round(self, launch: Launch, snapshot: Snapshot, n: int) -> tuple[RoundTimes, list]:
-        """Without a GPU: the same calls and copies, timed by the host clock (never reported)."""
+    def _host_round(self, launch: Launch, snapshot: Snapshot, n: int, load: Load | None) -> tuple[RoundTimes, list]:
+        """Without a GPU: the same loads, calls and copies, timed by the host clock (never reported)."""
         samples, snaps = [], []
         t0 = _perf_counter()
         for j in range(n):
+            if load is not None:
+                load(j)
             started = _perf_counter()
             out = launch(j)
             samples.append((_perf_counter() - started) * 1e6)
@@ -132,17 +144,21 @@ class RoundTimer:
         self.host_us = self.busy_us = wall_s * 1e6 / n
         return RoundTimes("events", samples, n, wall_s, self.host_us, self.busy_us), snaps
 
-    def _events(self, launch: Launch, snapshot: Snapshot, n: int, peak: bool) -> tuple[RoundTimes, list]:
+    def _events(self, launch: Launch, snapshot: Snapshot, n: int, peak: bool,
+                load: Load | None) -> tuple[RoundTimes, list]:
         stream, flusher = self.stream, self.flusher
-        events = [tuple(_new_event() for _ in range(4)) for _ in range(n)]
+        events = [tuple(_new_event() for _ in range(5)) for _ in range(n)]
         held = _new_event()
         snaps: list[Any] = []
         peak_bytes = None
         t0 = _perf_counter()
         _record(held, stream)
         self.spacer.hold(spacer_us(self.host_us if self.host_us is not None else 200.0, self.busy_us, n))
-        for j, (before, start, end, done) in enumerate(events):
+        for j, (before, loaded, start, end, done) in enumerate(events):
             _record(before, stream)
+            if load is not None:
+                load(j)
+            _record(loaded, stream)
             if flusher is not None:
                 flusher.flush()
             if peak and j == 0:
@@ -161,21 +177,22 @@ class RoundTimer:
         t_queued = _perf_counter()
         _synchronize(self.device)
         wall_s = _perf_counter() - t0
-        samples, flushes = [], []
+        samples, flushes, loads = [], [], []
         busy = between = 0.0
-        for before, start, end, done in events:
-            call_ms, flush_ms = _elapsed_ms(start, end), _elapsed_ms(before, start)
+        for before, loaded, start, end, done in events:
+            call_ms, flush_ms, load_ms = _elapsed_ms(start, end), _elapsed_ms(loaded, start), _elapsed_ms(before, loaded)
             samples.append(call_ms * 1e3)
             flushes.append(flush_ms * 1e3)
-            busy += call_ms + flush_ms
+            loads.append(load_ms * 1e3)
+            busy += call_ms + flush_ms + load_ms
             between += _elapsed_ms(end, done)
         spacer_s = _elapsed_ms(held, events[0][0]) / 1e3
         self.host_us = (t_queued - t0) * 1e6 / n
         self.busy_us = busy * 1e3 / n
         return RoundTimes("events", samples, n, wall_s, self.host_us, self.busy_us, spacer_s, between / 1e3,
-                          flushes, peak_bytes), snaps
+                          flushes, loads, peak_bytes), snaps
 
-    def replay(self, launch: Launch, snapshot: Snapshot, n: int) -> tuple[RoundTimes, list]:
+    def replay(self, launch: Launch, snapshot: Snapshot, n: int, load: Load | None = None) -> tuple[RoundTimes, list]:
         """One replay of a graph of the ``n`` calls (captured on first use, in a round of its own).
 
         The capturing round runs every slot once on a side stream (lazy initialisation, workspaces),
@@ -184,10 +201,13 @@ class RoundTimer:
         caller discards: the round is marked by ``calls`` = 0 in the samples' sense)."""
         with torch.cuda.device(self.device), torch.cuda.stream(self.stream):
             if self.graph is None:
-                return self._capture_round(launch, snapshot, n)
-            return self._replay(snapshot, n)
+                return self._capture_round(launch, snapshot, n, load)
+            return self._replay(snapshot, n, load)
 
-    def _capture_round(self, launch: Launch, snapshot: Snapshot, n: int) -> tuple[RoundTimes, list]:
+    def _capture_round(self, launch: Launch, snapshot: Snapshot, n: int, load: Load | None) -> tuple[RoundTimes, list]:
+        if load is not None:
+            for j in range(n):
+                load(j)
         side = torch.cuda.Stream(device=self.device)
         side.wait_stream(self.stream)
         t0 = _perf_counter()
@@ -203,13 +223,19 @@ class RoundTimer:
         wall_s = _perf_counter() - t0
         return RoundTimes("graph", [wall_s * 1e6 / n], n, wall_s, wall_s * 1e6 / n, 0.0), snaps
 
-    def _replay(self, snapshot: Snapshot, n: int) -> tuple[RoundTimes, list]:
+    def _replay(self, snapshot: Snapshot, n: int, load: Load | None) -> tuple[RoundTimes, list]:
+        """The graph reads every slot, so all are loaded before the replay; what could run between
+        the loading and the replay lands in the measured flush interval."""
         stream = self.stream
-        held, before, start, end, done = (_new_event() for _ in range(5))
+        held, before, loaded, start, end, done = (_new_event() for _ in range(6))
         t0 = _perf_counter()
         _record(held, stream)
         self.spacer.hold(spacer_us(self.host_us if self.host_us is not None else 200.0, self.busy_us, 1))
         _record(before, stream)
+        if load is not None:
+            for j in range(n):
+                load(j)
+        _record(loaded, stream)
         if self.flusher is not None:
             self.flusher.flush()
         _record(start, stream)
@@ -220,9 +246,9 @@ class RoundTimer:
         t_queued = _perf_counter()
         _synchronize(self.device)
         wall_s = _perf_counter() - t0
-        replay_ms, flush_ms = _elapsed_ms(start, end), _elapsed_ms(before, start)
+        replay_ms, flush_ms, load_ms = _elapsed_ms(start, end), _elapsed_ms(loaded, start), _elapsed_ms(before, loaded)
         self.host_us = (t_queued - t0) * 1e6
-        self.busy_us = (replay_ms + flush_ms) * 1e3
+        self.busy_us = (replay_ms + flush_ms + load_ms) * 1e3
         return RoundTimes("graph", [replay_ms * 1e3 / n], n, wall_s, self.host_us, self.busy_us,
                           _elapsed_ms(held, before) / 1e3, _elapsed_ms(end, done) / 1e3,
-                          [flush_ms * 1e3]), snaps
+                          [flush_ms * 1e3], [load_ms * 1e3]), snaps

@@ -38,6 +38,57 @@ log = logging.getLogger(__name__)
 MAX_SETS = 8  # slots of an events-timed round (each call is flushed: more only costs memory)
 MIN_SLOTS = 4
 SLOT_BYTES_CAP = 2 << 30
+# The gaps between timed calls (the loading of a call's values, the L2 flush) may take this multiple
+# of what the judge measures for the same work alone, plus this many µs, before they count as work
+# slipped in outside the events.
+GAP_SLACK = 3.0
+GAP_ALLOWANCE_US = 50.0
+
+
+class GapTimes:
+    """Device µs of the harness's own work between two timed calls, measured by the judge on the same
+    device: one L2 flush of the child's size, and the copy of one slot's values (of every slot, for a
+    graph replay, which loads them all before it starts)."""
+
+    _flush_us: dict[int, float] = {}
+
+    def __init__(self, flush_us: float, load_us: float) -> None:
+        self.flush_us, self.load_us = flush_us, load_us
+
+    @classmethod
+    def measure(cls, slots: TimingSlots, all_slots: bool) -> "GapTimes":
+        from kernellab.sandbox.clock import flusher_for
+
+        device = torch.cuda.current_device()
+        flusher = flusher_for(device)
+        if device not in cls._flush_us:
+            cls._flush_us[device] = _device_us(flusher.flush, repeats=8)
+        chosen = slots.slots if all_slots else slots.slots[:1]
+        copies = [(t.clone(), t) for slot in chosen for t in [*slot.inputs, *(slot.grad_outputs or [])]
+                  if isinstance(t, torch.Tensor)]
+
+        def load() -> None:
+            for mine, theirs in copies:
+                mine.copy_(theirs)
+
+        return cls(cls._flush_us[device], _device_us(load, repeats=4, flush=flusher.flush))
+
+
+def _device_us(work, repeats: int, flush=None) -> float:
+    """Median device µs of ``work`` (after a flush, when given, as in a timed round)."""
+    times = []
+    for _ in range(repeats):
+        if flush is not None:
+            flush()
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        work()
+        end.record()
+        end.synchronize()
+        times.append(start.elapsed_time(end) * 1e3)
+    return sorted(times)[len(times) // 2]
+
+
 # The judge's wall clock around a timing request bounds the child's own loop clock; this much slack
 # covers message transfer and scheduling.
 WALL_SLACK_S = 0.05
@@ -188,10 +239,29 @@ class TimedRounds(Rounds):
         self.ctx, self.label = ctx, label
         self.key = ctx.model_key(slots.case)
         self.backward = {"wrt": slots.wrt} if slots.backward else None
+        self.gaps: GapTimes | None = None  # what the harness's own work between calls takes (GPU)
 
     def dry_run(self, rounds: int) -> bool:
         """``rounds`` rounds without statistics (no GPU): True when every call was right."""
         return all(self.one_round("events") is not None for _ in range(rounds))
+
+    def _check_gaps(self, times: RoundTimes) -> None:
+        """The device time between the loading of a call's values and its start (the L2 flush) and
+        of the loading itself must be what the harness's own work takes: work the candidate slipped
+        in there (launched from a finalizer or a hook, say) would have the call's values and run
+        outside the events."""
+        if self.gaps is None:
+            self.gaps = GapTimes.measure(self.slots, len(times.load_us) == 1 and times.method == "graph")
+        worst_flush = max(times.flush_us, default=0.0)
+        worst_load = max(times.load_us, default=0.0)
+        flush_limit = GAP_SLACK * self.gaps.flush_us + GAP_ALLOWANCE_US
+        load_limit = GAP_SLACK * self.gaps.load_us + GAP_ALLOWANCE_US
+        if worst_flush > flush_limit or worst_load > load_limit:
+            what, took, alone = (("L2 flush", worst_flush, self.gaps.flush_us) if worst_flush > flush_limit
+                                 else ("loading of its values", worst_load, self.gaps.load_us))
+            self.ctx.violate(ViolationKind.TIMER_TAMPER,
+                             f"{self.label}: device work ran between the timed calls: the {what} before a call "
+                             f"took {took:.1f} µs on the device, {alone:.1f} µs when the judge does it alone")
 
     def concentrated(self, stats: SampleStats) -> None:
         note = (f"{self.label}: timed by the mean of each round's calls ({stats.median:.1f} µs), not the "
@@ -220,6 +290,8 @@ class TimedRounds(Rounds):
             log.info("graph capture failed (%s); timing with events", value["capture_failed"])
             return None
         times = RoundTimes.from_dict(value["times"])
+        if ctx.session.device == "cuda" and not (warm_ms or peak) and times.method == method:
+            self._check_gaps(times)
         if times.wall_s > judge_wall + WALL_SLACK_S:
             ctx.violate(ViolationKind.TIMER_TAMPER, f"{self.label}: the child's clock ran {times.wall_s:.3f} s "
                                                     f"while the judge saw {judge_wall:.3f} s pass")
