@@ -129,7 +129,7 @@ def _check_candidate(case: dict) -> None:
     if case["threat"]:
         assert f"threat {case['threat']}" in docstring, "the docstring names the threat class"
     if case.get("holdout_only"):
-        assert case.get("status") == "passed" and case.get("gpu_only"), "holdout runs only on a GPU"
+        assert case.get("status") == "passed", "seen configs pass: the holdout alone fails"
         assert "violation" not in case and "stage" not in case
         return
     assert "violation" in case, "a rejection states its violation kind, or \"\" for a correctness failure"

@@ -424,9 +424,18 @@ class SourceFacts:
             else None)
         if layer in self.nn_modules:
             return f"self.{layer} ({self.nn_modules[layer]})"
-        if not tensor_method_is_compute(func.attr) or _is_self(receiver):
+        if not tensor_method_is_compute(func.attr) or _is_self(receiver) or _returns_no_tensor(receiver):
             return None
         return None if self.is_extension(receiver) or self.plain_receiver(receiver) else f".{func.attr}()"
+
+
+def _returns_no_tensor(node: ast.AST) -> bool:
+    """A method call whose name no ``torch.Tensor`` has (``d.setdefault(k, set())``): what it returns
+    is not a tensor, so ``.add()`` on it is not tensor arithmetic (the run-time evidence judges
+    whatever the scan cannot read)."""
+    import torch
+
+    return isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and not hasattr(torch.Tensor, node.func.attr)
 
 
 def _is_self(node: ast.AST) -> bool:
