@@ -59,13 +59,23 @@ class InterpreterLaunches:
 
 
 def track_interpreter_launches() -> InterpreterLaunches | None:
+    """Wrap the interpreter's launcher so that launches are counted.
+
+    The wrapper is what the candidate finds in Triton's place (``GridExecutor.__call__``): it is
+    built ``detached``, so its globals hold nothing of this module (its cells hold the count and
+    Triton's original launcher)."""
     try:
         from triton.runtime import interpreter
     except ImportError:
         return None
-    state = InterpreterLaunches()
-    original = interpreter.GridExecutor.__call__
+    from kernellab.sandbox.concealment import detached
 
+    state = InterpreterLaunches()
+    interpreter.GridExecutor.__call__ = detached(_counting(interpreter.GridExecutor.__call__, state))
+    return state
+
+
+def _counting(original, state):
     def traced_call(self, *args, **kwargs):
         state.names.add(getattr(self.fn, "__name__", "?"))
         state.depth += 1
@@ -74,8 +84,7 @@ def track_interpreter_launches() -> InterpreterLaunches | None:
         finally:
             state.depth -= 1
 
-    interpreter.GridExecutor.__call__ = traced_call
-    return state
+    return traced_call
 
 
 class OpLog(TorchDispatchMode):
