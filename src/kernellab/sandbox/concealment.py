@@ -251,6 +251,9 @@ def install_gates(refuse: Callable[[str], None], originals: dict[str, Any],
             "torch._C._dynamo.eval_frame.set_bytecode_debugger_callback": "installs a bytecode debugger callback",
             "torch._C._push_on_torch_dispatch_stack": "pushes a torch dispatch mode",
             "torch._C._push_on_torch_function_stack": "pushes a torch function mode"}
+    # The gates sit in library namespaces, where the candidate reads their closures: they reach the
+    # guard's ``refuse`` only through a generator's frame (audited to read), never a cell holding it.
+    refuse = sealed(_through_generator)(refuse)
     gated = []
     for label, original in originals.items():
         if label == "signal.signal":
@@ -267,6 +270,20 @@ def install_gates(refuse: Callable[[str], None], originals: dict[str, Any],
                 d[key] = gate
                 gated.append(label)
     return sorted(set(gated))
+
+
+def _through_generator(fn):
+    """``fn`` callable with one argument through a suspended generator: whoever holds the result
+    can call ``fn`` but not reach it (or what its closure holds)."""
+    def run():
+        result = None
+        while True:
+            arg = yield result
+            result = fn(arg)
+
+    gen = run()
+    next(gen)
+    return gen.send
 
 
 def _refusing(refuse, what):

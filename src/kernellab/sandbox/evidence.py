@@ -9,6 +9,7 @@ aten ops, which must not be charged to the candidate).
 
 from __future__ import annotations
 
+import types
 from typing import Any
 
 import torch
@@ -50,12 +51,11 @@ def has_poison(t: torch.Tensor) -> bool:
     return bool((as_bits(t) == _signed_pattern(t.dtype)).any())
 
 
-class InterpreterLaunches:
-    """Counts interpreter grid launches by kernel name; ``depth`` > 0 while one is executing."""
+class InterpreterLaunches(types.SimpleNamespace):
+    """Counts interpreter grid launches by kernel name (``names``); ``depth`` > 0 while one is executing.
 
-    def __init__(self) -> None:
-        self.names: set[str] = set()
-        self.depth = 0
+    No method of its own: an instance sits in the launcher wrapper's closure, where the candidate
+    can reach it, and a method's ``__globals__`` would lead from there into this module."""
 
 
 def track_interpreter_launches() -> InterpreterLaunches | None:
@@ -70,7 +70,7 @@ def track_interpreter_launches() -> InterpreterLaunches | None:
         return None
     from kernellab.sandbox.concealment import detached
 
-    state = InterpreterLaunches()
+    state = InterpreterLaunches(names=set(), depth=0)
     interpreter.GridExecutor.__call__ = detached(_counting(interpreter.GridExecutor.__call__, state))
     return state
 

@@ -140,7 +140,7 @@ def _add(rec: Record, label: str, d: dict[str, Any], owner: str, is_class: bool)
     timing = owner in TIMING_MODULES
     flags = (CLOSED if harness or is_class or owner == "builtins" else 0) | (WHOLE if harness or is_class else 0) \
         | (TIMING if timing else 0) | (HOT if harness or owner in _HOT_MODULES else 0)
-    if flags & HOT and (harness or timing or not is_class or label == "class torch._tensor.Tensor"):
+    if flags & HOT and (harness or timing or not is_class or label == "class torch.Tensor"):
         flags |= HOT_CELLS  # cells the per-call check reads (not those of every generated SymInt method)
     tag = ctypes.c_uint64.from_address(id(d) + _VERSION_OFFSET) if rec.tags else None
     entry = [label, d, dict(d), flags, tag, tag.value if tag is not None else 0, []]
