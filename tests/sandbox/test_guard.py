@@ -417,9 +417,12 @@ def test_a_library_file_written_after_arming_is_not_trusted(tmp_path):
 def test_the_guard_cannot_be_rebound_out_of_its_own_checks(tmp_path):
     """The guard's functions have private globals and builtins: rebinding the builtins it calls, or
     its module's names, changes nothing it does."""
-    source = ("import builtins, sys\n"
-              "vars(builtins)['len'] = lambda x: 0\n"
+    # ``id`` made to say that every frame is an introspection helper's (which the guard looks
+    # through): a guard that looked its builtins up in the builtins module would find no one asking.
+    source = ("import builtins, sys, traceback\n"
+              "helper = id(traceback.walk_stack.__code__)\n"
+              "vars(builtins)['id'] = lambda obj: helper\n"
               "sys._getframe(0)\n")
     status, log = in_armed_child(tmp_path, candidate_source=source)
     assert status == ESCAPE_STATUS, log
-    assert "sys._getframe" in log
+    assert "takes a frame of the call stack (sys._getframe)" in log
