@@ -98,9 +98,13 @@ def version_tags_work() -> bool:
     return True
 
 
+_TYPE_ATTRS = {name: vars(type)[name].__get__ for name in ("__dict__", "__flags__", "__qualname__")}
+
+
 def _real_dict(cls: type) -> dict[str, Any]:
-    """The dict behind ``cls.__dict__`` (a read-only proxy)."""
-    return gc.get_referents(cls.__dict__)[0]
+    """The dict behind ``cls.__dict__`` (a read-only proxy), read through ``type``'s own descriptor
+    (a metaclass may define a ``__dict__`` of its own)."""
+    return gc.get_referents(_TYPE_ATTRS["__dict__"](cls))[0]
 
 
 def _code_like(value: Any) -> bool:
@@ -162,16 +166,19 @@ def _add_loaded(rec: Record) -> None:
     done: set[int] = set()
     while classes:
         cls, owner = classes.pop()
-        flags = cls.__flags__
+        flags = _TYPE_ATTRS["__flags__"](cls)
         if id(cls) in done or not flags & _HEAPTYPE or flags & _IMMUTABLETYPE:
             continue  # static and immutable types cannot be written to
         done.add(id(cls))
-        d = _real_dict(cls)
+        try:
+            d = _real_dict(cls)
+        except (IndexError, TypeError):  # a class without a dict of its own: nothing to rebind there
+            continue
         if id(d) in rec.by_dict:
             continue
         module = d.get("__module__")
         module = module if type(module) is str else owner
-        _add(rec, f"class {module}.{cls.__qualname__}", d, module, True)
+        _add(rec, f"class {module}.{_TYPE_ATTRS['__qualname__'](cls)}", d, module, True)
         classes.extend((v, module) for v in list(d.values()) if issubclass(type(v), type))
 
 
