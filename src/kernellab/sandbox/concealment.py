@@ -164,6 +164,9 @@ def _filter_subclasses(hidden: set[type]) -> None:
     method.__kernellab_filter__ = True
     real["__subclasses__"] = method
     ctypes.pythonapi.PyType_Modified(ctypes.py_object(type))
+    # Never freed: ``type``'s dict outlives the modules at interpreter shutdown, and on Python 3.12
+    # freeing a function (and the generator behind it) from there crashed the process at exit.
+    ctypes.pythonapi.Py_IncRef(ctypes.py_object(method))
 
 
 def _subclasses_filter(original, hidden, prefix):

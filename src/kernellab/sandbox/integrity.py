@@ -209,15 +209,18 @@ def _state_probes() -> list[Probe]:
         ("sys.setprofile", sys.getprofile, (), sys.getprofile(), False),  # profiler may hold one meanwhile
         ("threading.settrace", vars(threading).get, ("_trace_hook",), vars(threading).get("_trace_hook"), False),
         ("threading.setprofile", vars(threading).get, ("_profile_hook",), vars(threading).get("_profile_hook"), False),
-        ("the torch dispatch mode stack", torch._C._len_torch_dispatch_stack, (), 0, True),
-        ("the torch function mode stack", torch._C._len_torch_function_stack, (), 0, True),
     ]
+    for label, fn in (("the torch dispatch mode stack", getattr(torch._C, "_len_torch_dispatch_stack", None)),
+                      ("the torch function mode stack", getattr(torch._C, "_len_torch_function_stack", None))):
+        if fn is not None:  # absent in other torch versions: that probe is skipped
+            probes.append((label, fn, (), fn(), True))
     try:
-        from torch._C._dynamo.eval_frame import get_eval_frame_callback
-
-        probes.append(("Dynamo's frame callback", get_eval_frame_callback, (), None, True))
+        from torch._C._dynamo import eval_frame
     except ImportError:
-        pass
+        eval_frame = None
+    callback = getattr(eval_frame, "get_eval_frame_callback", None)
+    if callback is not None:
+        probes.append(("Dynamo's frame callback", callback, (), callback(), True))
     for signum in range(1, _signal.NSIG):
         try:
             handler = _signal.getsignal(signum)
