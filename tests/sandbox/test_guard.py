@@ -80,6 +80,7 @@ REACHES = {
                              "sys._getframe"),
     "inspect_stack": ("import inspect\n", "inspect.stack()", "process_escape", "sys._getframe"),
     "logging_currentframe": ("import logging\n", "logging.currentframe()", "process_escape", "sys._getframe"),
+    "stack_description": ("import traceback\n", "traceback.extract_stack()", "process_escape", "sys._getframe"),
     "traceback_frame": ("", "e = None\n        try:\n            1 / 0\n        except ZeroDivisionError as exc:\n"
                             "            e = exc\n        getattr(e.__traceback__, 'tb_' 'frame')",
                         "process_escape", ".tb_frame"),

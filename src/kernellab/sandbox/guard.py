@@ -14,8 +14,8 @@ spellings, each closes a way of reaching an object at its source:
 2. **Audited** (this module). An audit hook, which nothing can remove, decides every audited reach
    by who asked. The candidate is any code that does not come from a file of the Python installation,
    its site-packages or kernellab (its own file, code it built, code it had a library build); the
-   guard looks through introspection helpers that hand a frame to their caller (``inspect``,
-   ``traceback.walk_*``, ``logging.currentframe``). The candidate may not take a frame, walk the
+   guard looks through introspection helpers that hand a frame, or the description of the stack
+   above, to their caller (``inspect``, ``traceback.walk_*``/``*_stack``, ``logging.currentframe``). The candidate may not take a frame, walk the
    object graph, install a trace or profile function, add an audit hook, swap a library function's
    code, build code or run library code under its own globals, use ctypes, import kernellab, import
    again a module that was loaded before it, or run code from a library file written after the guard
@@ -56,7 +56,8 @@ VIOLATION_OF_STATUS = {ESCAPE_STATUS: "process_escape", TAMPER_STATUS: "timer_ta
 LINE_PREFIX = "kernellab guard: "
 CALL_RETURNED = "kernellab.call_returned"  # sys.audit(CALL_RETURNED) after a candidate call: a quick check
 
-_FRAME_EVENTS = frozenset({"sys._getframe", "sys._current_frames", "sys._current_exceptions"})
+_FRAME_EVENTS = frozenset({"sys._getframe", "sys._current_frames", "sys._current_exceptions",
+                           "sys._getframemodulename"})
 _FRAME_GETTERS = frozenset({"tb_frame", "gi_frame", "cr_frame", "ag_frame"})
 _REBINDING = frozenset({"__code__", "__defaults__", "__kwdefaults__", "__bases__", "__class__"})
 _GRAPH_EVENTS = frozenset({"gc.get_objects", "gc.get_referrers", "gc.get_referents"})
@@ -123,8 +124,11 @@ def arm() -> Guard:
     config = {
         "prefixes": prefixes or trusted_prefixes(),
         "passing_files": frozenset({__import__("inspect").__file__}),
-        "passing_codes": tuple(f.__code__ for f in (traceback.walk_stack, traceback.walk_tb, logging.currentframe)
-                               if isinstance(f, types.FunctionType)),
+        # Helpers that hand the caller a frame, or the description of every frame above it (which
+        # names the harness's functions: how a candidate would tell a timed call from a checked one).
+        "passing_codes": tuple(f.__code__ for f in (traceback.walk_stack, traceback.walk_tb, traceback.extract_stack,
+                                                    traceback.format_stack, traceback.print_stack,
+                                                    logging.currentframe) if isinstance(f, types.FunctionType)),
         "importlib_files": frozenset({"<frozen importlib._bootstrap>", "<frozen importlib._bootstrap_external>"}),
         "timing_modules": integrity.TIMING_MODULES,
         "loaded": frozenset(sys.modules),
@@ -260,7 +264,8 @@ def _make_policy(cfg):
                 breach(tamper if failure[0] else escape, "rebound what the harness relies on: " + failure[1],
                        candidate_on_stack(caller))
             return
-        if event in ("sys._getframe", "sys._current_frames", "sys._current_exceptions") or \
+        if event in ("sys._getframe", "sys._current_frames", "sys._current_exceptions",
+                     "sys._getframemodulename") or \
                 event == "object.__getattr__" and args[1] != "f_code":
             what = event if event != "object.__getattr__" else "." + args[1]
             frame = by_candidate(caller)
