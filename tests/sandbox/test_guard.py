@@ -359,7 +359,7 @@ def test_an_answer_written_to_the_channel_by_the_candidate_is_not_an_answer(serv
 
 def in_armed_child(tmp_path: Path, prepare=None, candidate_source: str = "", after=None) -> tuple[int, str]:
     """Fork; in the child: ``prepare()``, arm the guard, run ``candidate_source`` as the candidate
-    (code from a file outside every trusted directory), then ``after()`` as the harness would.
+    (code from a file outside every trusted directory), then ``after(guard)`` as the harness would.
     Returns the child's exit status and what it wrote to stderr."""
     from kernellab.sandbox import guard
 
@@ -372,10 +372,10 @@ def in_armed_child(tmp_path: Path, prepare=None, candidate_source: str = "", aft
             os.dup2(fd, 2)
             if prepare is not None:
                 prepare()
-            guard.arm()
+            handle = guard.arm()
             exec(compile(candidate_source, str(tmp_path / "candidate.py"), "exec"), {"__name__": "candidate"})
             if after is not None:
-                after()
+                after(handle)
         except BaseException as exc:  # noqa: BLE001 - reported through the status
             os.write(2, f"{type(exc).__name__}: {exc}\n".encode())
             status = 3
@@ -389,7 +389,7 @@ def test_a_rebinding_undone_before_the_request_ends_is_caught_after_the_call(tmp
     candidate) sees a rebinding the candidate would undo before the request's own check."""
     source = "import torch\nvars(torch)['nan_to_num'] = lambda *a, **k: a[0]\n"
 
-    def after_the_call():
+    def after_the_call(handle):
         sys.audit(CALL_RETURNED)
 
     status, log = in_armed_child(tmp_path, candidate_source=source, after=after_the_call)
@@ -427,3 +427,22 @@ def test_the_guard_cannot_be_rebound_out_of_its_own_checks(tmp_path):
     status, log = in_armed_child(tmp_path, candidate_source=source)
     assert status == ESCAPE_STATUS, log
     assert "takes a frame of the call stack (sys._getframe)" in log
+
+
+def test_state_libraries_keep_in_classes_is_not_a_rebinding(tmp_path):
+    """Libraries keep state in class attributes (torch's profiler step counter, torch.cuda.graph's
+    default capture stream, Triton's driver singletons): data changes are not tampering; adding code
+    to a library class is."""
+    def library_then_check(handle):
+        from torch.autograd.profiler import KinetoStepTracker
+
+        KinetoStepTracker.init_step_count("guard-test")
+        KinetoStepTracker.increment_step("guard-test")  # rebinds the class's _current_step
+        handle.check()
+
+    status, log = in_armed_child(tmp_path, after=library_then_check)
+    assert status == 0, log
+    status, log = in_armed_child(tmp_path, candidate_source="import torch\ntype.__setattr__(torch.nn.Module, "
+                                 "'__getattr__', lambda self, name: None)\n", after=lambda handle: handle.check())
+    assert status == ESCAPE_STATUS, log
+    assert "class torch.nn.modules.module.Module: __getattr__ was rebound" in log

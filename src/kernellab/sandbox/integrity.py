@@ -8,10 +8,12 @@ dict, each (mutable) class's dict reachable from one, the builtins; ``refresh`` 
 to date when the guard is armed (modules imported since, namespaces the harness changed since);
 ``verifier`` compares. Rules, per namespace:
 
-- the harness's own namespaces and every class: no entry rebound, removed or added;
-- library modules: no entry that held code (a function, class, module, descriptor: what a call
-  resolves to) rebound or removed, no name added that would shadow a builtin; data may change;
-- the builtins: nothing rebound, removed or added;
+- the harness's own namespaces: no entry rebound, removed or added;
+- library modules and classes, the builtins: no entry that held code (a function, class, module,
+  descriptor: what a call resolves to) rebound or removed; no name added that would shadow a builtin
+  (modules), no code added (classes, builtins: a method added to ``torch.Tensor`` shadows the C one)
+  and no special method added (``__getattr__``); data may change (libraries keep state in class
+  attributes: singletons, counters, ``torch.cuda.graph``'s default capture stream);
 - closure cells of functions in ``hot`` namespaces, and process state read through C functions:
   signal handlers, trace and profile functions, the tensor mode stacks, Dynamo's frame callback,
   the import hooks.
@@ -142,7 +144,9 @@ def _add(rec: Record, label: str, d: dict[str, Any], owner: str, is_class: bool)
         return
     harness = is_harness_module(owner)
     timing = owner in TIMING_MODULES
-    flags = (CLOSED if harness or is_class or owner == "builtins" else 0) | (WHOLE if harness or is_class else 0) \
+    # Libraries keep mutable state in class attributes too (singletons, counters, torch.cuda.graph's
+    # default capture stream): only the harness's own namespaces are compared whole.
+    flags = (CLOSED if harness or is_class or owner == "builtins" else 0) | (WHOLE if harness else 0) \
         | (TIMING if timing else 0) | (HOT if harness or owner in _HOT_MODULES else 0)
     if flags & HOT and (harness or timing or not is_class or label == "class torch.Tensor"):
         flags |= HOT_CELLS  # cells the per-call check reads (not those of every generated SymInt method)
@@ -272,7 +276,10 @@ def _make_verify(entries, probes, lists, after, tags, tools, builtin_names, desc
             if now is not value and (flags & whole or code_like(value)):
                 return label + ": " + key + (" was removed" if now is missing else " was rebound")
         for key in d:
-            if key not in copy and (flags & closed or key in builtin_names):
+            if key in copy:
+                continue
+            dunder = key[:2] == "__" and key[-2:] == "__"
+            if flags & whole or key in builtin_names or (flags & closed or dunder) and code_like(d.get(key)):
                 return label + ": " + key + " was added"
         return None
 
