@@ -65,7 +65,8 @@ def _per_call_us(fn, n: int) -> float:
 def _library_frames_us(n: int) -> float:
     """µs per frame a library takes with no candidate code on the stack (a thread whose frames are
     all the standard library's: this script's own code counts as a candidate's)."""
-    thread = threading.Thread(target=functools.partial(collections.deque, map(typing._caller, itertools.repeat(1, n)), 0))
+    frames = map(typing._caller, itertools.repeat(1, n))
+    thread = threading.Thread(target=functools.partial(collections.deque, frames, 0))
     started = time.perf_counter()
     thread.start()
     thread.join()
@@ -139,8 +140,8 @@ def main() -> None:
     prepare_ms = (time.perf_counter() - started) * 1e3
     # Children alternate (plain, armed, ...) and each figure is the median over the rounds: a shared
     # machine's load drifts between one child and the next.
-    rounds = [(_in_child(lambda: measure(False, args.calls, device)), _in_child(lambda: measure(True, args.calls, device)))
-              for _ in range(args.rounds)]
+    rounds = [(_in_child(lambda: measure(False, args.calls, device)),
+               _in_child(lambda: measure(True, args.calls, device))) for _ in range(args.rounds)]
     plain = {k: statistics.median(r[0][k] for r in rounds) for k in rounds[0][0]}
     armed = {k: statistics.median(r[1][k] for r in rounds) for k in rounds[0][1]}
     report = {"device": torch.cuda.get_device_name() if device == "cuda" else "cpu (Triton interpreter)",
@@ -151,10 +152,12 @@ def main() -> None:
             ("per-call check (CALL_RETURNED)", f"{armed.get('call_check_us', float('nan')):.1f} µs"),
             ("unwatched audited event", f"{plain['unwatched_event_us']:.3f} → {armed['unwatched_event_us']:.3f} µs"),
             ("a library takes a frame (no candidate code running)", f"{armed.get('library_frame_us', 0):.1f} µs"),
-            ("a library takes a frame while the candidate runs", f"{armed.get('library_frame_for_candidate_us', 0):.0f} µs"),
+            ("a library takes a frame while the candidate runs",
+             f"{armed.get('library_frame_for_candidate_us', 0):.0f} µs"),
             ("audited events in the first call / in each later call",
              f"{armed['events_first_call']:.0f} / {armed['events_per_call']:.1f}"),
-            ("the first candidate call (compiles)", f"{plain['first_call_ms']:.0f} → {armed['first_call_ms']:.0f} ms"),
+            ("the first candidate call (compiles)",
+             f"{plain['first_call_ms']:.0f} → {armed['first_call_ms']:.0f} ms"),
             ("a later candidate call", f"{plain['call_us']:.0f} → {armed['call_us']:.0f} µs")]
     width = max(len(r[0]) for r in rows)
     print(f"{report['device']}, Python {report['python']}")

@@ -263,7 +263,9 @@ def test_the_guards_own_gates_lead_nowhere(server, tmp_path):
     guard off). The guard's functions are held by suspended generators, whose frames are audited."""
     child = spawn(server, tmp_path, "crawl")
     path = tmp_path / "crawl.py"
-    path.write_text(CRAWL.format(sandbox=str(Path(__import__("kernellab.sandbox.guard").sandbox.guard.__file__).parent)))
+    from kernellab.sandbox import guard
+
+    path.write_text(CRAWL.format(sandbox=str(Path(guard.__file__).parent)))
     with pytest.raises(CandidateError) as raised:
         child.request("import", 60, path=str(path))
     assert str(raised.value) == "LookupError: reachable: []"

@@ -15,11 +15,11 @@ spellings, each closes a way of reaching an object at its source:
    by who asked. The candidate is any code that does not come from a file of the Python installation,
    its site-packages or kernellab (its own file, code it built, code it had a library build); the
    guard looks through introspection helpers that hand a frame, or the description of the stack
-   above, to their caller (``inspect``, ``traceback.walk_*``/``*_stack``, ``logging.currentframe``). The candidate may not take a frame, walk the
-   object graph, install a trace or profile function, add an audit hook, swap a library function's
-   code, build code or run library code under its own globals, use ctypes, import kernellab, import
-   again a module that was loaded before it, or run code from a library file written after the guard
-   was armed. A library that takes a frame while the candidate is running (``logging``, ``typing``,
+   above, to their caller (``inspect``, ``traceback.walk_*``/``*_stack``, ``logging.currentframe``).
+   The candidate may not take a frame, walk the object graph, install a trace or profile function,
+   add an audit hook, swap a library function's code, build code or run library code under its own
+   globals, use ctypes, import kernellab, import again a module that was loaded before it, or run
+   code from a library file written after the guard was armed. A library that takes a frame while the candidate is running (``logging``, ``typing``,
    ``namedtuple``) may: but first everything it could hand the frame to is verified unchanged.
 3. **Verified** (``integrity``). What the candidate can still rebind (module, class and builtin
    namespaces, closure cells, signal handlers, trace functions, mode stacks, import hooks) is recorded
@@ -96,6 +96,8 @@ def trusted_prefixes() -> tuple[str, ...]:
         dirs.update(site.getsitepackages())
     except (AttributeError, ImportError):
         pass
+    if sys.pycache_prefix:  # where the installation's bytecode caches go, when not beside the sources
+        dirs.add(sys.pycache_prefix)
     for module in list(sys.modules.values()):
         path = getattr(module, "__file__", None)
         if type(path) is str and getattr(module, "__spec__", None) is not None and "." not in module.__spec__.name:
@@ -137,6 +139,7 @@ def arm() -> Guard:
         "write": os.write, "exit": os._exit, "function_type": types.FunctionType, "module_type": types.ModuleType,
         "code_type": types.CodeType, "statuses": (ESCAPE_STATUS, TAMPER_STATUS, VIOLATION_OF_STATUS),
         "line_prefix": LINE_PREFIX, "watched": _WATCHED, "frame_getters": _FRAME_GETTERS, "rebinding": _REBINDING,
+        "frame_events": _FRAME_EVENTS, "graph_events": _GRAPH_EVENTS, "memory_events": _MEMORY_EVENTS,
     }
     hook, refuse, untrust, check, set_verify = concealment.sealed(_make_policy)(config)
     hidden = concealment.harness_classes()
@@ -156,8 +159,8 @@ def arm() -> Guard:
 def _make_policy(cfg):
     """The audit hook and its helpers; built by ``concealment.sealed`` (private globals)."""
     prefixes, passing_files = cfg["prefixes"], cfg["passing_files"]
-    passing_codes = frozenset(id(c) for c in cfg["passing_codes"])
-    keep_alive = cfg["passing_codes"]  # noqa: F841 - the ids above stay theirs
+    passing_codes = frozenset(id(c) for c in cfg["passing_codes"])  # code of functions that live on
+    frame_events, graph_events, memory_events = cfg["frame_events"], cfg["graph_events"], cfg["memory_events"]
     importlib_files, timing_modules, loaded = cfg["importlib_files"], cfg["timing_modules"], cfg["loaded"]
     getframe, get_ident, write, exit_, stat = cfg["getframe"], cfg["get_ident"], cfg["write"], cfg["exit"], cfg["stat"]
     function_type, module_type, code_type = cfg["function_type"], cfg["module_type"], cfg["code_type"]
@@ -264,9 +267,7 @@ def _make_policy(cfg):
                 breach(tamper if failure[0] else escape, "rebound what the harness relies on: " + failure[1],
                        candidate_on_stack(caller))
             return
-        if event in ("sys._getframe", "sys._current_frames", "sys._current_exceptions",
-                     "sys._getframemodulename") or \
-                event == "object.__getattr__" and args[1] != "f_code":
+        if event in frame_events or event == "object.__getattr__" and args[1] != "f_code":
             what = event if event != "object.__getattr__" else "." + args[1]
             frame = by_candidate(caller)
             if frame is not None:
@@ -280,7 +281,7 @@ def _make_policy(cfg):
             if frame is not None:
                 breach(escape, "walks frames of the call stack (.f_code)", frame)
             return
-        if event in ("gc.get_objects", "gc.get_referrers", "gc.get_referents"):
+        if event in graph_events:
             frame = by_candidate(caller)
             if frame is not None:
                 breach(escape, "walks the object graph (" + event + ")", frame)
@@ -366,8 +367,7 @@ def _make_policy(cfg):
                 # functions); code that names a library it does not come from is forged
                 breach(escape, "runs code under the name of " + code.co_filename + " (" + event + ")", frame)
             return
-        if event in ("ctypes.cdata", "ctypes.cdata/buffer", "ctypes.string_at", "ctypes.wstring_at",
-                     "ctypes.PyObj_FromPtr"):
+        if event in memory_events:
             frame = candidate_on_stack(caller)
             if frame is not None:
                 breach(escape, "reads memory by address (" + event + ")", frame)
