@@ -295,29 +295,58 @@ SIGNATURE = inspect.signature(torch.nn.functional.softmax)
 try:
     raise ValueError("its own exception")
 except ValueError as exc:
-    TEXT = traceback.format_exc()
+    TEXT = str(exc)
+    log.exception("a candidate that logs its own exception with its traceback")
 """
 
 LOOK_ALIKE_FORWARD = """log.warning("a candidate that logs in forward")
         try:
             int("x")
         except ValueError:
-            traceback.print_exc()
+            log.exception("and logs an exception")
         assert Pair(1, 2).a == 1 and Settings().block == 128 and Point(1, 2).y == 2
         inspect.signature(self.forward)
         inspect.getsource(type(self))"""
 
 
 def test_code_that_only_looks_like_reaching_in_runs_untouched(server, tmp_path):
-    """logging (which takes frames), warnings, namedtuple/typing/enum (which read the caller's module
-    through a frame), dataclasses (which exec code), inspect.signature and formatting one's own
-    traceback: a library doing it for the candidate is not the candidate doing it."""
+    """logging (which takes frames, and formats an exception's traceback), warnings, namedtuple/
+    typing/enum (which read the caller's module through a frame), dataclasses (which exec code),
+    inspect.signature: a library doing it for the candidate is not the candidate doing it."""
     child = spawn(server, tmp_path, "lookalike")
     path = candidate(tmp_path, "lookalike", LOOK_ALIKES, LOOK_ALIKE_FORWARD)
     for _ in range(2):
         assert torch.equal(evaluate(child, path), torch.arange(4, dtype=torch.float32) + 1)
     child.close()
     assert LINE_PREFIX not in (tmp_path / "lookalike.log").read_text()
+
+
+REFUSED = {
+    # a library not known to keep frames to itself, asked by the candidate: refused, not a violation
+    "resolution_callback": ("import torch._jit_internal as jit\n",
+                            "jit.createResolutionCallbackFromFrame(1)('self')"),
+    "stack_summary_subclass": ("import traceback\n"
+                               "class Summary(traceback.StackSummary):\n"
+                               "    @classmethod\n"
+                               "    def _extract_from_extended_frame_gen(cls, frames, **kwargs):\n"
+                               "        return [f for f, _ in frames]\n",
+                               "Summary.extract(traceback.walk_stack(None))"),
+    "formatting_its_own_traceback": ("import traceback\n",
+                                     "try:\n            int('x')\n        except ValueError:\n"
+                                     "            traceback.format_exc()"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(REFUSED))
+def test_a_library_that_could_hand_a_frame_back_is_refused_it(server, tmp_path, name):
+    """Only libraries known to keep a frame to themselves may take one while the candidate runs;
+    others get an exception (the candidate's call fails), and the child goes on."""
+    at_import, in_forward = REFUSED[name]
+    child = spawn(server, tmp_path, name)
+    with pytest.raises(CandidateError, match="the sandbox refuses .* a frame of the call stack"):
+        evaluate(child, candidate(tmp_path, name, at_import, in_forward))
+    assert torch.equal(evaluate(child, candidate(tmp_path, "fine")), torch.arange(4, dtype=torch.float32) + 1)
+    child.close()
 
 
 def test_a_candidate_that_raises_is_not_a_breach(server, tmp_path):

@@ -107,6 +107,27 @@ def trusted_prefixes() -> tuple[str, ...]:
     return tuple(sorted(prefixes, key=len)) + ("<frozen ",)  # shortest first: package_of
 
 
+# Libraries known to take a frame while the candidate runs and keep it to themselves (each returns a
+# name or a file:line, never the frame): what namedtuple, typing.NamedTuple/TypeVar, the functional enum
+# API and logging's caller lookup do for a candidate, and torch.library registering a custom op. Any
+# other library is refused the frame while candidate code is on the stack (an exception, not a
+# violation): a helper that hands frame contents back to its caller (torch._jit_internal's resolution
+# callbacks, a StackSummary subclass fed by traceback.walk_stack) is a way in for the candidate.
+_FRAME_CONSUMERS = ("typing", "typing_extensions", "collections", "enum", "logging", "warnings", "torch.library",
+                    "torch._library")
+
+
+def frame_consumers() -> tuple[str, ...]:
+    """The files (a package: its directory) of the loaded ``_FRAME_CONSUMERS``."""
+    found = []
+    for name in _FRAME_CONSUMERS:
+        module = sys.modules.get(name)
+        path = getattr(module, "__file__", None)
+        if type(path) is str:
+            found.append(os.path.join(os.path.dirname(path), "") if hasattr(module, "__path__") else path)
+    return tuple(found)
+
+
 _PREPARED: list[tuple[integrity.Record, dict, frozenset, tuple]] = []
 
 
@@ -132,6 +153,7 @@ def arm() -> Guard:
                                                     traceback.format_stack, traceback.print_stack,
                                                     logging.currentframe) if isinstance(f, types.FunctionType)),
         "importlib_files": frozenset({"<frozen importlib._bootstrap>", "<frozen importlib._bootstrap_external>"}),
+        "consumers": frame_consumers(),
         "timing_modules": integrity.TIMING_MODULES,
         "loaded": frozenset(sys.modules),
         "armed_ns": time.time_ns(),
@@ -161,6 +183,7 @@ def _make_policy(cfg):
     prefixes, passing_files = cfg["prefixes"], cfg["passing_files"]
     passing_codes = frozenset(id(c) for c in cfg["passing_codes"])  # code of functions that live on
     frame_events, graph_events, memory_events = cfg["frame_events"], cfg["graph_events"], cfg["memory_events"]
+    consumers = cfg["consumers"]
     importlib_files, timing_modules, loaded = cfg["importlib_files"], cfg["timing_modules"], cfg["loaded"]
     getframe, get_ident, write, exit_, stat = cfg["getframe"], cfg["get_ident"], cfg["write"], cfg["exit"], cfg["stat"]
     function_type, module_type, code_type = cfg["function_type"], cfg["module_type"], cfg["code_type"]
@@ -202,6 +225,18 @@ def _make_policy(cfg):
         """The asking frame if it is the candidate's, else None."""
         asking = requester(frame)
         return asking if asking is not None and not trusted(asking.f_code.co_filename) else None
+
+    def consumer_between(frame):
+        """Whether a known frame consumer is among the trusted frames between ``frame`` and the
+        nearest frame of the candidate's."""
+        while frame is not None:
+            filename = frame.f_code.co_filename
+            if not trusted(filename):
+                return False
+            if filename.startswith(consumers):
+                return True
+            frame = frame.f_back
+        return False
 
     def candidate_on_stack(frame):
         while frame is not None:
@@ -274,6 +309,11 @@ def _make_policy(cfg):
                 breach(escape, "takes a frame of the call stack (" + what + ")", frame)
             frame = candidate_on_stack(caller)
             if frame is not None:
+                if not consumer_between(caller):
+                    asking = requester(caller)
+                    where = asking.f_code.co_filename + ":" + asking.f_code.co_name if asking is not None else "?"
+                    raise RuntimeError("the sandbox refuses " + where + " a frame of the call stack while "
+                                       "candidate code runs (" + what + ")")
                 verified(frame, " (found when a library took a frame for it)")
             return
         if event == "object.__getattr__":  # f_code: only who holds a frame reads it

@@ -276,7 +276,7 @@ def _make_verify(entries, probes, lists, after, tags, tools, builtin_names, desc
             if now is not value and (flags & whole or code_like(value)):
                 return label + ": " + key + (" was removed" if now is missing else " was rebound")
         for key in d:
-            if key in copy:
+            if key in copy or key == "__warningregistry__":  # warnings' bookkeeping, in the caller's globals
                 continue
             dunder = key[:2] == "__" and key[-2:] == "__"
             if flags & whole or key in builtin_names or (flags & closed or dunder) and code_like(d.get(key)):

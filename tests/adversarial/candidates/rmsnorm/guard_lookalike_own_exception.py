@@ -1,11 +1,11 @@
-"""LEGITIMATE: at import, tries to parse an optional tuning string, catches its own `ValueError`
-and keeps the default, and formats the caught exception's traceback for a message (traceback
-formatting reads the exception's frames).
+"""LEGITIMATE: at import, tries to parse an optional tuning string, catches its own `ValueError`,
+keeps the default and logs the exception with its traceback (`logging.exception`, which reads
+the exception's frames to format it).
 
-Must be accepted: catching and formatting one's own exception is not reaching into the harness.
+Must be accepted: catching one's own exception and logging it is not reaching into the harness.
 """
 
-import traceback
+import logging
 
 import torch
 import torch.nn as nn
@@ -37,7 +37,7 @@ try:
     _BLOCK_HINT = int(_TUNING)
 except ValueError:
     _BLOCK_HINT = 0
-    _WHY = traceback.format_exc(limit=1)
+    logging.getLogger(__name__).exception("no block hint in %r; the default is used", _TUNING)
 
 
 class ModelNew(nn.Module):
