@@ -19,8 +19,10 @@ spellings, each closes a way of reaching an object at its source:
    The candidate may not take a frame, walk the object graph, install a trace or profile function,
    add an audit hook, swap a library function's code, build code or run library code under its own
    globals, use ctypes, import kernellab, import again a module that was loaded before it, or run
-   code from a library file written after the guard was armed. A library that takes a frame while the candidate is running (``logging``, ``typing``,
-   ``namedtuple``) may: but first everything it could hand the frame to is verified unchanged.
+   code from a library file written after the guard was armed. While the candidate runs, a library
+   known to take a frame for itself (``logging``, ``typing``, ``namedtuple``, ``enum``, ``warnings``,
+   ``torch.library``) may, once everything it could hand the frame to is verified unchanged; any
+   other library is refused the frame (an exception, not a violation: it may be innocent).
 3. **Verified** (``integrity``). What the candidate can still rebind (module, class and builtin
    namespaces, closure cells, signal handlers, trace functions, mode stacks, import hooks) is recorded
    when the guard is armed and compared after every request (``Guard.check``) and, through
