@@ -61,7 +61,7 @@ def test_garbage_on_stdout_cannot_reach_the_channel(server, tmp_path):
 
 
 @pytest.mark.parametrize("name, source, reason, words", [
-    ("segfault", "import ctypes\nctypes.string_at(0)\n", "died", "SIGSEGV"),
+    ("segfault", "import faulthandler\nfaulthandler._sigsegv()\n", "died", "SIGSEGV"),
     ("exit0", "import os\nos._exit(0)\n", "died", "exited early with status 0"),
     ("abort", "import os\nos.abort()\n", "died", "SIGABRT"),
     ("hang", "while True:\n    pass\n", "timeout", "no answer within"),
@@ -136,7 +136,7 @@ def test_environment_is_scrubbed(server, tmp_path, monkeypatch):
 
 
 def test_twenty_children_in_one_server_after_crashes(server, tmp_path):
-    sources = {"segv": "import ctypes\nctypes.string_at(0)\n", "exit": "import os\nos._exit(0)\n"}
+    sources = {"segv": "import faulthandler\nfaulthandler._sigsegv()\n", "exit": "import os\nos._exit(0)\n"}
     verdicts = []
     for i in range(12):
         child = spawn(server, tmp_path, f"c{i}")

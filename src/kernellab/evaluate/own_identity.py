@@ -15,7 +15,7 @@ reads what the candidate's compiles left on disk in the child's own folders.
   though the suffix still keeps library kernels out).
 
 Under the Triton interpreter nothing is compiled: a launch is the candidate's when the code the
-interpreter ran comes from the candidate's file (``sandbox.evidence.LaunchLog``).
+interpreter ran comes from the candidate's file (``sandbox.evidence.new_launch_log``).
 """
 
 from __future__ import annotations

@@ -128,6 +128,8 @@ def _run_stages(ctx: EvalContext) -> None:
             result = StageResult(stage, False, error=str(exc))
             if exc.reason == "timeout":
                 verdict.status = Status.TIMEOUT
+            elif exc.violation:  # the sandbox guard ended it, or something forged an answer
+                ctx.violate(ViolationKind(exc.violation), f"{stage.value}: {exc}")
             elif exc.exitcode == 0:
                 ctx.violate(ViolationKind.PROCESS_ESCAPE, f"{stage.value}: the candidate ended its own process")
         except TaskError as exc:

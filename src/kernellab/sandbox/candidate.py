@@ -8,6 +8,7 @@ an OOM kill) is described from its exit status and the tail of its log. Either w
 from __future__ import annotations
 
 import os
+import secrets
 import select
 import signal
 import socket
@@ -18,6 +19,7 @@ from typing import Any
 
 from kernellab.sandbox.channel import Channel, ChannelClosed, ChannelTimeout, ProtocolError
 from kernellab.sandbox.forkserver import ForkServer
+from kernellab.sandbox.guard import LINE_PREFIX, VIOLATION_OF_STATUS
 
 _SIGNAL_WORDS = {signal.SIGSEGV: "segmentation fault", signal.SIGABRT: "abort", signal.SIGKILL: "killed",
                  signal.SIGBUS: "bus error", signal.SIGFPE: "floating-point exception",
@@ -25,12 +27,17 @@ _SIGNAL_WORDS = {signal.SIGSEGV: "segmentation fault", signal.SIGABRT: "abort", 
 
 
 class ChildFailure(RuntimeError):
-    """The child died, hung or spoke out of protocol. ``reason`` is one of: died, timeout, protocol."""
+    """The child died, hung or spoke out of protocol. ``reason`` is one of: died, timeout, protocol.
 
-    def __init__(self, reason: str, message: str, exitcode: int | None = None):
+    ``violation`` names what the child's death proves, as a ``ViolationKind`` value: the guard ended
+    it (``process_escape``, ``timer_tamper``: ``sandbox.guard``), or a message on the channel was not
+    the harness's answer (``process_escape``)."""
+
+    def __init__(self, reason: str, message: str, exitcode: int | None = None, violation: str | None = None):
         super().__init__(message)
         self.reason = reason
         self.exitcode = exitcode  # set when the child exited by itself (0: it ended its own process)
+        self.violation = violation
 
 
 class CandidateError(RuntimeError):
@@ -65,6 +72,7 @@ class CandidateProcess:
         child_end.close()
         self.channel = Channel(judge_end)
         self.dead: str | None = None
+        self.token: str | None = None  # the request waiting for its answer, which must echo it
         self.compile_seconds = 0.0  # JIT compile time the child reported, summed over requests
         # op -> [requests, seconds the judge waited, seconds the child spent in the op]: where an
         # evaluation's time goes (the difference is transport: pickling and CUDA IPC mapping).
@@ -84,8 +92,11 @@ class CandidateProcess:
         if self.dead:
             raise ChildFailure("died", self.dead)
         started = time.perf_counter()
+        # A token per request, echoed by the harness: bytes the candidate writes to the channel's
+        # file descriptor itself (it can: the descriptor is in its process) are not an answer.
+        self.token = secrets.token_hex(16)
         try:
-            self.channel.send({"op": op, **kwargs})
+            self.channel.send({"op": op, "token": self.token, **kwargs})
         except ChannelClosed:
             raise self._failure("died") from None
         return started
@@ -105,6 +116,13 @@ class CandidateProcess:
         if not isinstance(reply, dict) or "ok" not in reply:
             self.kill()
             raise ChildFailure("protocol", "the candidate process answered out of protocol")
+        if reply.get("token") != self.token:
+            self.kill()
+            if reply.get("exc_type") == "HarnessError" and reply.get("token") is None:
+                self.dead = f"the harness could not read the request: {reply.get('error')}"
+                raise ChildFailure("protocol", self.dead)
+            self.dead = "the candidate process sent a message on the channel that is not the harness's answer"
+            raise ChildFailure("protocol", self.dead, violation="process_escape")
         compile_s = reply.get("compile_s")
         if isinstance(compile_s, float) and 0 <= compile_s < 1e5:
             self.compile_seconds += compile_s
@@ -129,7 +147,20 @@ class CandidateProcess:
     def _failure(self, reason: str) -> ChildFailure:
         self.dead, exitcode = self._diagnose()
         self.kill()
-        return ChildFailure(reason, self.dead, exitcode)
+        violation = VIOLATION_OF_STATUS.get(exitcode) if exitcode is not None else None
+        if violation is not None:
+            # The guard's line says what the candidate reached for; the status alone says that it did.
+            self.dead = self.guard_line() or f"the sandbox guard ended the candidate process ({violation})"
+        return ChildFailure(reason, self.dead, exitcode, violation)
+
+    def guard_line(self) -> str:
+        """The guard's last line in the child's log, without its prefix ('' if there is none)."""
+        try:
+            text = self.spec.log_path.read_text(errors="replace")
+        except OSError:
+            return ""
+        lines = [ln for ln in text.splitlines() if ln.startswith(LINE_PREFIX)]
+        return lines[-1][len(LINE_PREFIX):].strip()[:500] if lines else ""
 
     def _diagnose(self) -> tuple[str, int | None]:
         status = None

@@ -25,10 +25,13 @@ from typing import Any
 
 import torch
 
+from kernellab.sandbox import guard as sandbox_guard
 from kernellab.sandbox import plain, round_clock  # bind the timers before candidate code runs
 from kernellab.sandbox.channel import Channel, ChannelClosed, ProtocolError
-from kernellab.sandbox.evidence import (CallSpan, OpLog, compiled_graphs, kernel_records, mark_launch_stream,
-                                        poison_fill, record_interpreted_launches, track_interpreter_launches)
+from kernellab.sandbox.concealment import detached
+from kernellab.sandbox.evidence import (CallSpan, OpLog, compiled_graphs, end_call, kernel_records,
+                                        mark_launch_stream, poison_fill, record_interpreted_launches, start_call,
+                                        take_calls, track_interpreter_launches)
 from kernellab.sandbox.own_compiles import mark_own_compiles
 from kernellab.sandbox.plain import plain_outputs
 from kernellab.tasks.materialize import (build_model, cast_model, copy_matching_state, flatten_outputs,
@@ -36,6 +39,8 @@ from kernellab.tasks.materialize import (build_model, cast_model, copy_matching_
 from kernellab.tasks.module import build_module
 
 _perf_counter = time.perf_counter
+_audit = sys.audit  # the guard's quick check after each candidate call (sandbox/guard.py, CALL_RETURNED)
+_CALL_RETURNED = sandbox_guard.CALL_RETURNED
 _synchronize = torch.cuda.synchronize
 _thread_count = threading.active_count
 
@@ -118,10 +123,16 @@ class Harness:
         self.timer_row: str | None = None
         self.live: list[dict[str, Any]] = []  # the timing row's own input copies, one set per slot
         self.base_threads = _thread_count()
+        self.guard: sandbox_guard.Guard | None = None  # armed by main() once the harness exists
         self.launches = track_interpreter_launches() if self.interpret else None
         if self.interpret:
             _autotune_without_benchmarks()
-        self.compile_clock = _track_jit_compiles()
+        self.compile_seconds = _track_jit_compiles()  # [seconds]: filled by the wrappers
+        # Library hooks go in before the guard is armed (it then holds every library namespace to
+        # what it is): the renaming of own kernels (its candidate path is set at import) and the log
+        # of interpreted launches.
+        mark_own_compiles("", self.interpret)
+        self.launch_log = record_interpreted_launches() if self.interpret else None
         tf32 = spec.get("fp32_precision") == "tf32"
         torch.backends.cuda.matmul.allow_tf32 = tf32
         torch.backends.cudnn.allow_tf32 = tf32
@@ -157,12 +168,14 @@ class Harness:
 
     def op_import(self, path: str) -> dict[str, Any]:
         started = _perf_counter()
+        if self.guard is not None:  # its code is the candidate's even where it lies among trusted files
+            self.guard.untrust(path)
+            self.guard.untrust(os.path.realpath(path))
         name = f"kernellab_candidate_{os.getpid()}"
         module_spec = importlib.util.spec_from_file_location(name, path)
         module = importlib.util.module_from_spec(module_spec)
         sys.modules[name] = module
         mark_own_compiles(path, self.interpret)  # its kernels compile under names no library kernel has
-        self.launch_log = record_interpreted_launches() if self.interpret else None
         # Compiled from the file's current bytes, never from a cached .pyc: a candidate rewritten in
         # place within the same second and at the same size (a search loop's next proposal) would
         # otherwise run the previous one's bytecode, which the bytecode cache's mtime check accepts.
@@ -244,7 +257,7 @@ class Harness:
         oplog = OpLog(self.launches) if self.device == "cpu" else None
         launch_log = getattr(self, "launch_log", None)
         if launch_log is not None:
-            launch_log.take()  # nothing left over from a request that raised
+            take_calls(launch_log)  # nothing left over from a request that raised
         traced = profile and self.device == "cuda"
         # Traced on a GPU, the call runs in a CallSpan (passed where the CPU's op log goes): it marks
         # where the candidate's work ends. The profiler starts after the first call's poisoning.
@@ -256,12 +269,12 @@ class Harness:
                 if traced and profiler is None:
                     profiler = _start_profiler()
                 if launch_log is not None:
-                    launch_log.start_call()
+                    start_call(launch_log)
                 try:
                     results.append(self._one_call(model, call, context))
                 finally:
                     if launch_log is not None:
-                        launch_log.end_call()
+                        end_call(launch_log)
         finally:
             trace = _stop_profiler(profiler) if profiler is not None else None
         own_ran = sorted(self.launches.names) if self.launches else None
@@ -270,7 +283,7 @@ class Harness:
         # handed to host code; bytes torch's copies moved; Dynamo graphs compiled in this process.
         return {"results": results, "ops": oplog.ops if oplog else None, "trace": trace,
                 "threads": _thread_count() - self.base_threads, "interpreted_kernels": own_ran,
-                "launches": launch_log.take() if launch_log is not None else None,
+                "launches": take_calls(launch_log) if launch_log is not None else None,
                 "ops_in_kernels": oplog.ops_in_kernels if oplog else None,
                 "hand_outs": oplog.hand_outs if oplog else None, "moved_bytes": oplog.moved_bytes if oplog else None,
                 "compiled_graphs": compiled_graphs()}
@@ -325,6 +338,7 @@ class Harness:
             return flat, plain.plain_gradients(grads)
 
         def snapshot(i: int, out: Any) -> dict[str, Any]:
+            _audit(_CALL_RETURNED)  # after the call's end event: a rebinding it left behind ends the child
             outputs, grads = (out, None) if wrt_idx is None else out
             args = live[i]["inputs"]
             copied = {"outputs": [t.detach().clone() for t in outputs],
@@ -363,6 +377,7 @@ class Harness:
                     out = model(*inputs)
             else:
                 out = model(*inputs)
+        _audit(_CALL_RETURNED)
         flat = plain_outputs(out)  # before anything else touches them: no candidate code runs in the walk
         grads = None
         if wrt_idx is not None:
@@ -428,10 +443,6 @@ class Harness:
         del blocks
 
 
-class _CompileClock:
-    seconds = 0.0
-
-
 # Where Triton turns a kernel into something launchable: the JIT compile itself, the C launcher it
 # builds with the host compiler, and the first load of the cubin. Each child has its own Triton cache,
 # so every candidate pays all three once per specialisation (on an H100: ~1 s of the last two per
@@ -442,26 +453,32 @@ _COMPILE_STEPS = (("triton.runtime.jit", "JITFunction", "_do_compile"),
                   ("triton.compiler.compiler", "CompiledKernel", "_init_handles"))
 
 
-def _track_jit_compiles() -> _CompileClock:
-    """Time spent making Triton kernels launchable, so a verdict reports it apart from evaluation."""
+def _timing(original, depth, total, perf_counter):
+    def timed(*args, **kwargs):
+        depth[0] += 1
+        started = perf_counter()
+        try:
+            return original(*args, **kwargs)
+        finally:
+            depth[0] -= 1
+            if depth[0] == 0:
+                total[0] += perf_counter() - started
+
+    return timed
+
+
+def _track_jit_compiles() -> list[float]:
+    """Time spent making Triton kernels launchable, so a verdict reports it apart from evaluation.
+
+    Returns the one-element list the wrappers add seconds to. The wrappers are what the candidate
+    finds in Triton's place (``JITFunction._do_compile``): they are built ``detached``, so their
+    globals and cells hold the Triton original, counters and ``time.perf_counter``, nothing of the
+    harness. A candidate that rewrites the counters only misreports its own compile time, which is
+    reported apart and decides nothing."""
     import importlib
 
-    clock_ = _CompileClock()
+    total = [0.0]
     depth = [0]  # the steps nest (a compile builds a launcher): only the outermost one is counted
-
-    def timing(original):
-        def timed(*args, **kwargs):
-            depth[0] += 1
-            started = _perf_counter()
-            try:
-                return original(*args, **kwargs)
-            finally:
-                depth[0] -= 1
-                if depth[0] == 0:
-                    clock_.seconds += _perf_counter() - started
-
-        return timed
-
     for module_name, owner_name, attr in _COMPILE_STEPS:
         try:
             module = importlib.import_module(module_name)
@@ -470,20 +487,25 @@ def _track_jit_compiles() -> _CompileClock:
         owner = getattr(module, owner_name, None) if owner_name else module
         original = getattr(owner, attr, None) if owner is not None else None
         if callable(original):
-            setattr(owner, attr, timing(original))
-    return clock_
+            setattr(owner, attr, detached(_timing(original, depth, total, time.perf_counter)))
+    return total
+
+
+def _bench_nothing(self, *args, config, **meta):
+    return [0.0, 0.0, 0.0]
 
 
 def _autotune_without_benchmarks() -> None:
     """Under the interpreter there is no GPU to benchmark autotune configs on: every config gets the
     same time, so the first one is used. Timings are null in interpreter mode anyway; what is checked
-    there is correctness, and the candidate is not charged for a gap of the interpreter."""
+    there is correctness, and the candidate is not charged for a gap of the interpreter. The stand-in
+    is built ``detached``: nothing of the harness is reachable from it."""
     try:
         from triton.runtime.autotuner import Autotuner
     except ImportError:
         return
     if hasattr(Autotuner, "_bench"):
-        Autotuner._bench = lambda self, *args, config, **meta: [0.0, 0.0, 0.0]
+        Autotuner._bench = detached(_bench_nothing)
 
 
 def _grad_params(model: torch.nn.Module):
@@ -567,9 +589,13 @@ def main(fd: int, spec: dict[str, Any]) -> int:
     channel = Channel.from_fd(fd)
     try:
         harness = Harness(spec)
+        # Armed once the harness exists and before any candidate code: from here on the candidate
+        # cannot reach the harness, and what it could rebind is verified around every request.
+        harness.guard = sandbox_guard.arm()
     except BaseException as exc:  # noqa: BLE001
         channel.send({"ok": False, "error": _describe(exc), "harness": True})
         return 1
+    check = harness.guard.check
     channel.send({"ok": True, "pid": os.getpid()})
     profiler = _RequestProfiler(spec["env"].get("KERNELLAB_PROFILE_CHILD"))
     while True:
@@ -580,34 +606,40 @@ def main(fd: int, spec: dict[str, Any]) -> int:
         except ProtocolError as exc:  # a defect of the harness, never of the candidate: say so
             channel.send({"ok": False, "error": f"harness: {exc}", "exc_type": "HarnessError"})
             continue
+        # Echoed in the answer: a message the candidate writes to the channel itself lacks it.
+        token = request.pop("token", None)
         op = request.pop("op")
+        check()  # nothing that ran since the last answer (a destructor, a thread) rebound anything
         if op == "exit":
             profiler.write()
             try:
                 harness.let_go()
             except BaseException:  # noqa: BLE001 - the candidate's objects may fail on deletion
                 traceback.print_exc()
-            channel.send({"ok": True})
+            channel.send({"ok": True, "token": token})
             return 0
         started = _perf_counter()
-        compiled_before = harness.compile_clock.seconds
+        compiled_before = harness.compile_seconds[0]
         try:
             with profiler:
                 value = getattr(harness, f"op_{op}")(**request)
             reply = {"ok": True, "value": value}
         except BaseException as exc:  # noqa: BLE001 - candidate code may raise anything
+            check()  # formatting the traceback runs library code: verified first
             traceback.print_exc()
             in_interp = bool(harness.launches and harness.launches.depth)
             if harness.launches:
                 harness.launches.depth = 0
             reply = {"ok": False, "error": _describe(exc), "exc_type": type(exc).__name__,
                      "in_interpreter": in_interp, "traceback": traceback.format_exc()[-4000:]}
+        check()  # what the answer is built and sent with was not rebound
+        reply["token"] = token
         reply["seconds"] = _perf_counter() - started
-        reply["compile_s"] = harness.compile_clock.seconds - compiled_before
+        reply["compile_s"] = harness.compile_seconds[0] - compiled_before
         try:
             channel.send(reply)
         except ChannelClosed:
             return 0
         except Exception as exc:  # noqa: BLE001 - e.g. an output that cannot be sent: say what
             channel.send({"ok": False, "error": f"the candidate's result cannot be sent: {_describe(exc)}",
-                          "exc_type": type(exc).__name__})
+                          "exc_type": type(exc).__name__, "token": token})

@@ -20,6 +20,7 @@ import os
 import sys
 import tempfile
 import types
+from types import SimpleNamespace
 from typing import Any
 
 import torch
@@ -62,22 +63,31 @@ def has_poison(t: torch.Tensor) -> bool:
     return bool((as_bits(t) == _signed_pattern(t.dtype)).any())
 
 
-class InterpreterLaunches:
-    """Counts interpreter grid launches by kernel name; ``depth`` > 0 while one is executing."""
+class InterpreterLaunches(types.SimpleNamespace):
+    """Counts interpreter grid launches by kernel name (``names``); ``depth`` > 0 while one is executing.
 
-    def __init__(self) -> None:
-        self.names: set[str] = set()
-        self.depth = 0
+    No method of its own: an instance sits in the launcher wrapper's closure, where the candidate
+    can reach it, and a method's ``__globals__`` would lead from there into this module."""
 
 
 def track_interpreter_launches() -> InterpreterLaunches | None:
+    """Wrap the interpreter's launcher so that launches are counted.
+
+    The wrapper is what the candidate finds in Triton's place (``GridExecutor.__call__``): it is
+    built ``detached``, so its globals hold nothing of this module (its cells hold the count and
+    Triton's original launcher)."""
     try:
         from triton.runtime import interpreter
     except ImportError:
         return None
-    state = InterpreterLaunches()
-    original = interpreter.GridExecutor.__call__
+    from kernellab.sandbox.concealment import detached
 
+    state = InterpreterLaunches(names=set(), depth=0)
+    interpreter.GridExecutor.__call__ = detached(_counting(interpreter.GridExecutor.__call__, state))
+    return state
+
+
+def _counting(original, state):
     def traced_call(self, *args, **kwargs):
         state.names.add(getattr(self.fn, "__name__", "?"))
         state.depth += 1
@@ -86,8 +96,7 @@ def track_interpreter_launches() -> InterpreterLaunches | None:
         finally:
             state.depth -= 1
 
-    interpreter.GridExecutor.__call__ = traced_call
-    return state
+    return traced_call
 
 
 class OpLog(TorchDispatchMode):
@@ -241,38 +250,36 @@ def _issuer(frame: Any, through_torch: bool) -> str:
     return "torch" if frame.f_code.co_filename.startswith(_TORCH_DIR) else "other"
 
 
-class LaunchLog:
+def new_launch_log() -> SimpleNamespace:
     """Per call, the kernels the Triton interpreter launched: [function name, file of its code, bytes
-    its loads and stores moved].
+    its loads and stores moved] (``calls``; ``current``: the call being logged; ``active``: the
+    launch running now).
 
     The judge counts a launch as the candidate's own when the code comes from the candidate's file:
     the interpreter runs the function's code (rewritten from that file's source), never a name. The
-    bytes are the CPU's stand-in for the kernel's GPU time, weighed against torch's data movement."""
-
-    def __init__(self) -> None:
-        self.calls: list[list[list[Any]]] = []
-        self.current: list[list[Any]] | None = None
-        self.active: list[Any] | None = None  # the launch running now
-
-    def start_call(self) -> None:
-        self.current = []
-
-    def end_call(self) -> None:
-        if self.current is not None:
-            self.calls.append(self.current)
-        self.current = None
-
-    def take(self) -> list[list[list[Any]]]:
-        calls, self.calls = self.calls, []
-        return calls
-
-    def moved(self, nbytes: int) -> None:
-        if self.active is not None:
-            self.active[2] += nbytes
+    bytes are the CPU's stand-in for the kernel's GPU time, weighed against torch's data movement.
+    A plain namespace: the hooks installed into the interpreter hold it, so it carries no methods
+    whose globals would lead from the library into the harness."""
+    return SimpleNamespace(calls=[], current=None, active=None)
 
 
-def record_interpreted_launches() -> LaunchLog | None:
-    """Install a ``LaunchLog`` on the interpreter's grid launches and on its loads and stores
+def start_call(log: SimpleNamespace) -> None:
+    log.current = []
+
+
+def end_call(log: SimpleNamespace) -> None:
+    if log.current is not None:
+        log.calls.append(log.current)
+    log.current = None
+
+
+def take_calls(log: SimpleNamespace) -> list[list[list[Any]]]:
+    calls, log.calls = log.calls, []
+    return calls
+
+
+def record_interpreted_launches() -> SimpleNamespace | None:
+    """Install a launch log (``new_launch_log``) on the interpreter's grid launches and on its loads and stores
     (before the candidate's import)."""
     try:
         from triton.runtime import interpreter
@@ -281,7 +288,7 @@ def record_interpreted_launches() -> LaunchLog | None:
     import numpy as np
 
     remember_triton_code()
-    log = LaunchLog()
+    log = new_launch_log()
     original = interpreter.GridExecutor.__call__
 
     def logged_call(self, *args, **kwargs):
@@ -297,21 +304,23 @@ def record_interpreted_launches() -> LaunchLog | None:
         finally:
             log.active = outer
 
-    interpreter.GridExecutor.__call__ = logged_call
+    from kernellab.sandbox.concealment import detached
+
+    interpreter.GridExecutor.__call__ = detached(logged_call)  # no harness module behind it
     builder = interpreter.InterpreterBuilder
     load, store = getattr(builder, "create_masked_load", None), getattr(builder, "create_masked_store", None)
     if load is not None and store is not None:
         def counted_load(self, ptrs, mask, *args, **kwargs):
             if log.active is not None:
-                log.moved(int(np.count_nonzero(mask.data)) * (ptrs.get_element_ty().primitive_bitwidth // 8))
+                log.active[2] += int(np.count_nonzero(mask.data)) * (ptrs.get_element_ty().primitive_bitwidth // 8)
             return load(self, ptrs, mask, *args, **kwargs)
 
         def counted_store(self, ptrs, value, mask, *args, **kwargs):
             if log.active is not None:
-                log.moved(int(np.count_nonzero(mask.data)) * value.data.itemsize)
+                log.active[2] += int(np.count_nonzero(mask.data)) * value.data.itemsize
             return store(self, ptrs, value, mask, *args, **kwargs)
 
-        builder.create_masked_load, builder.create_masked_store = counted_load, counted_store
+        builder.create_masked_load, builder.create_masked_store = detached(counted_load), detached(counted_store)
     return log
 
 

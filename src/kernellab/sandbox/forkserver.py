@@ -229,6 +229,9 @@ def _serve(fd: int) -> None:
         except Exception:  # noqa: BLE001 - an optional warm-up; the child imports what it needs itself
             pass
     import kernellab.sandbox.child  # noqa: F401  (imported before forking: children start warm)
+    from kernellab.sandbox import guard
+
+    guard.prepare()  # what every child's guard verifies, recorded once here (~0.1 s) and shared
 
     sock = socket.socket(fileno=fd)
     statuses: dict[int, dict[str, int]] = {}

@@ -1,0 +1,474 @@
+"""Nothing in the candidate's process decides anything: the guard around the harness in the child.
+
+The candidate's code runs in the interpreter that also calls it, times it and sends its results
+(``child.py``). Three mechanisms keep the candidate out of the harness; none lists exploit
+spellings, each closes a way of reaching an object at its source:
+
+1. **Out of reach** (``concealment``). Before the candidate is imported, the ``kernellab`` modules
+   leave ``sys.modules``, the harness's classes leave ``type.__subclasses__``, the fork server's
+   module leaves ``__main__``, and the wrappers the harness installs into Triton hold globals with
+   nothing of it. What remains that leads into the harness (its frames, the collector's object
+   graph, trace functions, code objects) is what Python audits (PEP 578), and unaudited entry points
+   that hand out frames or the harness's own operations (``signal.signal``, Dynamo's frame hook,
+   tensor modes, re-creating a builtin module) are replaced by gates.
+2. **Audited** (this module). An audit hook, which nothing can remove, decides every audited reach
+   by who asked. The candidate is any code that does not come from a file of the Python installation,
+   its site-packages or kernellab (its own file, code it built, code it had a library build); the
+   guard looks through introspection helpers that hand a frame, or the description of the stack
+   above, to their caller (``inspect``, ``traceback.walk_*``/``*_stack``, ``logging.currentframe``).
+   The candidate may not take a frame, walk the object graph, install a trace or profile function,
+   add an audit hook, swap a library function's code, build code or run library code under its own
+   globals, use ctypes, import kernellab, import again a module that was loaded before it, or run
+   code from a library file written after the guard was armed. While the candidate runs, a library
+   known to take a frame for itself (``logging``, ``typing``, ``namedtuple``, ``enum``, ``warnings``,
+   ``torch.library``) may, once everything it could hand the frame to is verified unchanged; any
+   other library is refused the frame (an exception, not a violation: it may be innocent).
+3. **Verified** (``integrity``). What the candidate can still rebind (module, class and builtin
+   namespaces, closure cells, signal handlers, trace functions, mode stacks, import hooks) is recorded
+   when the guard is armed and compared after every request (``Guard.check``) and, through
+   ``sys.audit(CALL_RETURNED)``, after every call where the harness asks.
+
+A breach writes one line to the child's log and ends the process with ``os._exit``: ESCAPE_STATUS
+(``process_escape``) or TAMPER_STATUS (``timer_tamper``, when what was touched times calls). The
+judge maps the status to the violation. Dying is unforgeable in the useful direction: a candidate
+that exits with that status only fails itself.
+
+Cost: every audited event calls the hook; events it does not watch return after one set lookup.
+Watched events are rare in a kernel's calls (frames, imports, code objects): their cost is the stack
+walk, ~1 µs per frame, plus a full verification where a library takes a frame while the candidate
+runs. ``docs/verifier.md`` has the measured numbers.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+import sysconfig
+import time
+import traceback
+import types
+from collections.abc import Callable
+
+from kernellab.sandbox import concealment, integrity
+
+ESCAPE_STATUS = 86
+TAMPER_STATUS = 87
+VIOLATION_OF_STATUS = {ESCAPE_STATUS: "process_escape", TAMPER_STATUS: "timer_tamper"}
+LINE_PREFIX = "kernellab guard: "
+CALL_RETURNED = "kernellab.call_returned"  # sys.audit(CALL_RETURNED) after a candidate call: a quick check
+
+_FRAME_EVENTS = frozenset({"sys._getframe", "sys._current_frames", "sys._current_exceptions",
+                           "sys._getframemodulename"})
+_FRAME_GETTERS = frozenset({"tb_frame", "gi_frame", "cr_frame", "ag_frame"})
+_REBINDING = frozenset({"__code__", "__defaults__", "__kwdefaults__", "__bases__", "__class__"})
+_GRAPH_EVENTS = frozenset({"gc.get_objects", "gc.get_referrers", "gc.get_referents"})
+_CTYPES_EVENTS = frozenset({
+    "ctypes.addressof", "ctypes.call_function", "ctypes.cdata", "ctypes.cdata/buffer", "ctypes.create_string_buffer",
+    "ctypes.create_unicode_buffer", "ctypes.dlopen", "ctypes.dlsym", "ctypes.dlsym/handle", "ctypes.get_errno",
+    "ctypes.get_last_error", "ctypes.seh_exception", "ctypes.set_errno", "ctypes.set_last_error",
+    "ctypes.set_exception", "ctypes.string_at", "ctypes.wstring_at", "ctypes.PyObj_FromPtr"})
+_MEMORY_EVENTS = frozenset({"ctypes.cdata", "ctypes.cdata/buffer", "ctypes.string_at", "ctypes.wstring_at",
+                            "ctypes.PyObj_FromPtr"})  # reads memory by address: refused on anyone's behalf
+_WATCHED = _FRAME_EVENTS | _GRAPH_EVENTS | _CTYPES_EVENTS | frozenset({
+    "import", "object.__getattr__", "object.__setattr__", "sys.settrace", "sys.setprofile", "sys.addaudithook",
+    "exec", "function.__new__", "code.__new__", "marshal.loads", "marshal.load", "open", "os.rename", "os.replace",
+    CALL_RETURNED})
+
+
+class Guard:
+    """The harness's handle on the armed guard; only the harness's own locals hold it."""
+
+    __slots__ = ("check", "untrust", "gated")
+
+    def __init__(self, check: Callable[[], None], untrust: Callable[[str], None], gated: list[str]):
+        self.check = check  # verify everything recorded; a breach ends the process
+        self.untrust = untrust  # the candidate's file: its code is the candidate's wherever it lies
+        self.gated = gated
+
+
+def trusted_prefixes() -> tuple[str, ...]:
+    """Where code that is not the candidate's comes from: the Python installation, its site-packages,
+    and the directory of every package loaded before the candidate (kernellab's own included)."""
+    paths = sysconfig.get_paths()
+    dirs = {paths[k] for k in ("stdlib", "platstdlib", "purelib", "platlib") if paths.get(k)}
+    try:
+        import site
+
+        dirs.update(site.getsitepackages())
+    except (AttributeError, ImportError):
+        pass
+    if sys.pycache_prefix:  # where the installation's bytecode caches go, when not beside the sources
+        dirs.add(sys.pycache_prefix)
+    for module in list(sys.modules.values()):
+        path = getattr(module, "__file__", None)
+        if type(path) is str and getattr(module, "__spec__", None) is not None and "." not in module.__spec__.name:
+            dirs.add(os.path.dirname(path) if hasattr(module, "__path__") else path)
+    prefixes = {os.path.join(os.path.realpath(d), "") if os.path.isdir(d) else os.path.realpath(d) for d in dirs}
+    prefixes |= {os.path.join(d, "") for d in dirs if os.path.isdir(d)}
+    return tuple(sorted(prefixes, key=len)) + ("<frozen ",)  # shortest first: package_of
+
+
+# Libraries known to take a frame while the candidate runs and keep it to themselves (each returns a
+# name or a file:line, never the frame): what namedtuple, typing.NamedTuple/TypeVar, the functional enum
+# API and logging's caller lookup do for a candidate, and torch.library registering a custom op. Any
+# other library is refused the frame while candidate code is on the stack (an exception, not a
+# violation): a helper that hands frame contents back to its caller (torch._jit_internal's resolution
+# callbacks, a StackSummary subclass fed by traceback.walk_stack) is a way in for the candidate.
+_FRAME_CONSUMERS = ("typing", "typing_extensions", "collections", "enum", "logging", "warnings", "torch.library",
+                    "torch._library")
+
+
+def frame_consumers() -> tuple[str, ...]:
+    """The files (a package: its directory) of the loaded ``_FRAME_CONSUMERS``, and the harness's own
+    op log (``evidence.py``), which looks at the issuing frame of each op to tell the interpreter's
+    ops from the candidate's and keeps nothing of it."""
+    found = [os.path.join(os.path.dirname(os.path.abspath(__file__)), "evidence.py")]
+    for name in _FRAME_CONSUMERS:
+        module = sys.modules.get(name)
+        path = getattr(module, "__file__", None)
+        if type(path) is str:
+            found.append(os.path.join(os.path.dirname(path), "") if hasattr(module, "__path__") else path)
+    return tuple(found)
+
+
+_PREPARED: list[tuple[integrity.Record, dict, frozenset, tuple]] = []
+
+
+def prepare() -> None:
+    """Do the slow part of arming once, in the fork server before it forks: record what the guard
+    will verify (``integrity.prepare``) and find where the gated entry points are bound. Every child
+    shares both and brings them up to date in milliseconds when it arms."""
+    originals = concealment.gated_entry_points()
+    _PREPARED[:] = [(integrity.prepare(), concealment.gate_sites(originals), frozenset(sys.modules),
+                     trusted_prefixes())]
+
+
+def arm() -> Guard:
+    """Arm the guard in a candidate child, after the harness exists and before the candidate is
+    imported. Irreversible: the audit hook cannot be removed."""
+    prepared, sites, prepared_modules, prefixes = _PREPARED.pop() if _PREPARED else (None, {}, frozenset(), None)
+    config = {
+        "prefixes": prefixes or trusted_prefixes(),
+        "passing_files": frozenset({__import__("inspect").__file__}),
+        # Helpers that hand the caller a frame, or the description of every frame above it (which
+        # names the harness's functions: how a candidate would tell a timed call from a checked one).
+        "passing_codes": tuple(f.__code__ for f in (traceback.walk_stack, traceback.walk_tb, traceback.extract_stack,
+                                                    traceback.format_stack, traceback.print_stack,
+                                                    logging.currentframe) if isinstance(f, types.FunctionType)),
+        "importlib_files": frozenset({"<frozen importlib._bootstrap>", "<frozen importlib._bootstrap_external>"}),
+        "consumers": frame_consumers(),
+        "timing_modules": integrity.TIMING_MODULES,
+        "loaded": frozenset(sys.modules),
+        "armed_ns": time.time_ns(),
+        "stat": os.stat, "getframe": sys._getframe, "get_ident": __import__("_thread").get_ident,
+        "write": os.write, "exit": os._exit, "function_type": types.FunctionType, "module_type": types.ModuleType,
+        "code_type": types.CodeType, "statuses": (ESCAPE_STATUS, TAMPER_STATUS, VIOLATION_OF_STATUS),
+        "line_prefix": LINE_PREFIX, "watched": _WATCHED, "frame_getters": _FRAME_GETTERS, "rebinding": _REBINDING,
+        "frame_events": _FRAME_EVENTS, "graph_events": _GRAPH_EVENTS, "memory_events": _MEMORY_EVENTS,
+    }
+    hook, refuse, untrust, check, set_verify = concealment.sealed(_make_policy)(config)
+    hidden = concealment.harness_classes()
+    redrop = concealment.hide_harness(hidden)
+    originals = concealment.gated_entry_points()
+    for label, found in concealment.gate_sites(originals, skip=prepared_modules).items():
+        sites.setdefault(label, []).extend(found)
+    gated = concealment.install_gates(refuse, originals, sites)
+    type_dict = concealment._real_dict(type)
+    probes = [("type.__subclasses__", type_dict.get, ("__subclasses__",), type_dict.get("__subclasses__"), True)]
+    record = integrity.refresh(prepared, probes)
+    set_verify(integrity.verifier(record, redrop))
+    sys.addaudithook(hook)
+    return Guard(check, untrust, gated)
+
+
+def _make_policy(cfg):
+    """The audit hook and its helpers; built by ``concealment.sealed`` (private globals)."""
+    prefixes, passing_files = cfg["prefixes"], cfg["passing_files"]
+    passing_codes = frozenset(id(c) for c in cfg["passing_codes"])  # code of functions that live on
+    frame_events, graph_events, memory_events = cfg["frame_events"], cfg["graph_events"], cfg["memory_events"]
+    consumers = cfg["consumers"]
+    importlib_files, timing_modules, loaded = cfg["importlib_files"], cfg["timing_modules"], cfg["loaded"]
+    getframe, get_ident, write, exit_, stat = cfg["getframe"], cfg["get_ident"], cfg["write"], cfg["exit"], cfg["stat"]
+    function_type, module_type, code_type = cfg["function_type"], cfg["module_type"], cfg["code_type"]
+    armed_ns = cfg["armed_ns"]
+    escape, tamper, names = cfg["statuses"]
+    line_prefix = cfg["line_prefix"]
+    trust: dict = {}
+    untrusted: set = set()
+    busy: set = set()
+    verify_box = [None]
+    import_reads: dict = {}  # thread -> files the import system read since it last ran a module
+    import_writes: set = set()  # bytecode caches the import system wrote itself
+
+    def trusted(filename):
+        known = trust.get(filename)
+        if known is None:
+            known = type(filename) is str and filename not in untrusted and filename.startswith(prefixes)
+            trust[filename] = known
+        return known
+
+    def package_of(filename):
+        """The installed package (or the standard library module) a trusted file belongs to: the
+        first path component under the outermost trusted directory holding it."""
+        for prefix in prefixes:  # shortest first
+            if filename.startswith(prefix):
+                return prefix + filename[len(prefix):].split("/", 1)[0]
+        return None
+
+    def requester(frame):
+        """The frame that asked, looking through helpers that hand a frame to their caller."""
+        while frame is not None:
+            code = frame.f_code
+            if code.co_filename not in passing_files and id(code) not in passing_codes:
+                return frame
+            frame = frame.f_back
+        return None
+
+    def by_candidate(frame):
+        """The asking frame if it is the candidate's, else None."""
+        asking = requester(frame)
+        return asking if asking is not None and not trusted(asking.f_code.co_filename) else None
+
+    def consumer_between(frame):
+        """Whether a known frame consumer is among the trusted frames between ``frame`` and the
+        nearest frame of the candidate's."""
+        while frame is not None:
+            filename = frame.f_code.co_filename
+            if not trusted(filename):
+                return False
+            if filename.startswith(consumers):
+                return True
+            frame = frame.f_back
+        return False
+
+    def candidate_on_stack(frame):
+        while frame is not None:
+            if not trusted(frame.f_code.co_filename):
+                return frame
+            frame = frame.f_back
+        return None
+
+    def breach(status, what, frame):
+        where = ""
+        if frame is not None:
+            where = " (" + frame.f_code.co_filename + ":" + str(frame.f_lineno) + ")"
+        line = line_prefix + names[status] + ": the candidate " + what + where + "\n"
+        write(2, line.encode("utf-8", "replace"))
+        exit_(status)
+
+    def verified(frame, when):
+        verify = verify_box[0]
+        failure = verify(1) if verify is not None else None
+        if failure is not None:
+            timing, what = failure
+            breach(tamper if timing else escape, "rebound what the harness relies on: " + what + when, frame)
+
+    def timing_module(obj):
+        module = obj.__module__ if type(obj) is function_type else None
+        return type(module) is str and module in timing_modules
+
+    def fresh(path):
+        try:
+            return stat(path).st_mtime_ns >= armed_ns
+        except OSError:
+            return False
+
+    def same_code(source, code):
+        """``code`` is what compiling ``source`` gives (a bytecode cache another child wrote is)."""
+        try:
+            with open(source, "rb") as file:
+                return compile(file.read(), source, "exec", dont_inherit=True) == code
+        except (OSError, SyntaxError, ValueError):
+            return False
+
+    def module_file_problem(code, tid):
+        """What is wrong with the files the import system ran ``code`` from, or None.
+
+        Code that claims a library's name must come from a library file that existed before the
+        guard was armed (or a bytecode cache of that file, however recent): not a planted module,
+        not planted bytecode, not a file outside the trusted directories."""
+        for path in import_reads.pop(tid, ()):
+            if not trusted(path):
+                return "runs code named " + code.co_filename + " from " + path
+            if path in import_writes or not fresh(path):
+                continue
+            if path.endswith(".pyc") and not fresh(code.co_filename) and same_code(code.co_filename, code):
+                continue
+            return "runs code from a library file written after the sandbox started: " + path
+        return None
+
+    def decide(event, args, caller):
+        if event == "kernellab.call_returned":
+            verify = verify_box[0]
+            failure = verify(0) if verify is not None else None
+            if failure is not None:
+                breach(tamper if failure[0] else escape, "rebound what the harness relies on: " + failure[1],
+                       candidate_on_stack(caller))
+            return
+        if event in frame_events or event == "object.__getattr__" and args[1] != "f_code":
+            what = event if event != "object.__getattr__" else "." + args[1]
+            frame = by_candidate(caller)
+            if frame is not None:
+                breach(escape, "takes a frame of the call stack (" + what + ")", frame)
+            frame = candidate_on_stack(caller)
+            if frame is not None:
+                if not consumer_between(caller):
+                    asking = requester(caller)
+                    where = asking.f_code.co_filename + ":" + asking.f_code.co_name if asking is not None else "?"
+                    raise RuntimeError("the sandbox refuses " + where + " a frame of the call stack while "
+                                       "candidate code runs (" + what + ")")
+                verified(frame, " (found when a library took a frame for it)")
+            return
+        if event == "object.__getattr__":  # f_code: only who holds a frame reads it
+            frame = by_candidate(caller)
+            if frame is not None:
+                breach(escape, "walks frames of the call stack (.f_code)", frame)
+            return
+        if event in graph_events:
+            frame = by_candidate(caller)
+            if frame is not None:
+                breach(escape, "walks the object graph (" + event + ")", frame)
+            return
+        if event in ("sys.settrace", "sys.setprofile"):
+            frame = candidate_on_stack(caller)
+            if frame is not None:
+                breach(escape, "installs a trace or profile function (" + event + ")", frame)
+            return
+        if event == "sys.addaudithook":
+            breach(escape, "adds an audit hook", candidate_on_stack(caller) or caller)
+        if event == "import":
+            name = args[0]
+            if type(name) is not str:
+                return
+            harness = name == "kernellab" or name.startswith("kernellab.")
+            if harness or name in loaded:
+                frame = candidate_on_stack(caller)
+                if frame is not None:
+                    breach(escape, ("imports " + name) if harness else
+                           ("imports " + name + " again after removing it from sys.modules"), frame)
+            return
+        if event == "object.__setattr__":
+            target, attr, value = args[0], args[1], args[2]
+            if type(value) is code_type and trusted(value.co_filename):
+                frame = candidate_on_stack(caller)
+                if frame is not None and not (type(target) is function_type and target.__code__ is value):
+                    breach(escape, "installs code that claims to come from " + value.co_filename, frame)
+            frame = by_candidate(caller)
+            if frame is None:
+                return
+            if attr == "__class__":
+                if type(target) is module_type or type(target) is function_type or issubclass(type(target), type):
+                    breach(escape, "changes the class of a module, function or class", frame)
+                return
+            if attr == "__bases__":
+                breach(escape, "changes the bases of a class", frame)
+            if type(target) is function_type and trusted(target.__code__.co_filename):
+                module = target.__module__
+                breach(tamper if timing_module(target) else escape, "replaces " + attr + " of "
+                       + (module if type(module) is str else "?") + "." + target.__qualname__, frame)
+            return
+        if event == "code.__new__" or event in ("marshal.loads", "marshal.load"):
+            frame = by_candidate(caller)
+            if frame is not None:
+                breach(escape, "builds code objects (" + event + ")", frame)
+            return
+        if event == "open" or event == "os.rename" or event == "os.replace":
+            if caller is None or caller.f_code.co_filename not in importlib_files:
+                return
+            path = args[1] if event != "open" else args[0]
+            if type(path) is bytes:
+                path = path.decode("utf-8", "surrogateescape")
+            if type(path) is not str:
+                return
+            if event != "open":
+                import_writes.add(path)
+            elif args[1] == "r" or args[1] == "rb":
+                import_reads.setdefault(get_ident(), []).append(path)
+            return
+        if event == "exec" or event == "function.__new__":
+            code = args[0]
+            if type(code) is not code_type:
+                return
+            if not trusted(code.co_filename):
+                if event == "exec" and caller is not None and caller.f_code.co_filename in importlib_files:
+                    import_reads.pop(get_ident(), None)  # the candidate's own module, or code it named so
+                return
+            asking = requester(caller)
+            if event == "exec" and asking is not None and asking.f_code.co_filename in importlib_files:
+                problem = module_file_problem(code, get_ident())
+                if problem is not None:
+                    untrusted.add(code.co_filename)
+                    trust.pop(code.co_filename, None)
+                    breach(escape, problem, candidate_on_stack(caller))
+                return
+            frame = candidate_on_stack(caller)
+            if frame is None:
+                return
+            if asking is None or not trusted(asking.f_code.co_filename) or \
+                    package_of(asking.f_code.co_filename) != package_of(code.co_filename):
+                # a library runs its own code (Triton's interpreter recompiles triton.language's
+                # functions); code that names a library it does not come from is forged
+                breach(escape, "runs code under the name of " + code.co_filename + " (" + event + ")", frame)
+            return
+        if event in memory_events:
+            frame = candidate_on_stack(caller)
+            if frame is not None:
+                breach(escape, "reads memory by address (" + event + ")", frame)
+            return
+        if event.startswith("ctypes."):
+            frame = by_candidate(caller)
+            if frame is not None:
+                breach(escape, "uses ctypes (" + event + ")", frame)
+
+    def hook(event, args):
+        if event not in watched:
+            return
+        if event == "object.__getattr__":
+            if args[1] not in frame_getters and args[1] != "f_code":
+                return
+        elif event == "object.__setattr__":
+            if args[1] not in rebinding:
+                return
+        elif event == "open":
+            if type(args[0]) is int:
+                return
+        tid = get_ident()
+        if tid in busy:
+            return
+        busy.add(tid)
+        try:
+            try:
+                caller = getframe(1)
+            except ValueError:
+                caller = None
+            decide(event, args, caller)
+        finally:
+            busy.discard(tid)
+
+    def refuse(what):
+        """For the gates: the candidate on the stack ends the process; anyone else is refused."""
+        tid = get_ident()
+        busy.add(tid)
+        try:
+            frame = candidate_on_stack(getframe(1))
+        finally:
+            busy.discard(tid)
+        if frame is not None:
+            breach(escape, what, frame)
+
+    def untrust(path):
+        untrusted.add(path)
+        trust.pop(path, None)
+
+    def check():
+        verify = verify_box[0]
+        failure = verify(2) if verify is not None else None
+        if failure is not None:
+            breach(tamper if failure[0] else escape, "rebound what the harness relies on: " + failure[1], None)
+
+    def set_verify(verify):
+        verify_box[0] = verify
+
+    watched, frame_getters, rebinding = cfg["watched"], cfg["frame_getters"], cfg["rebinding"]
+    return hook, refuse, untrust, check, set_verify

@@ -1,0 +1,52 @@
+"""EXPLOIT (threat 14, a tensor mode left on torch's stack): at the end of its first call, pushes a
+dispatch mode (a class built with `type()`, so the static scan sees no subclass) and leaves it
+pushed: every aten op the harness issues afterwards (the fingerprints of timed outputs) goes
+through the candidate's code, which could return what the judge expects.
+
+Must be rejected with a `process_escape` violation at the `load` stage: pushing a mode goes
+through torch's C entry point, which the guard replaces by a gate that ends the child when the
+candidate is on the stack.
+"""
+
+import sys
+
+import torch
+import torch.nn as nn
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def _rmsnorm_row_kernel(x_ptr, w_ptr, y_ptr, N, eps, BLOCK_N: tl.constexpr):
+    # per row: reads N of x and N of weight, writes N of y (rows contiguous)
+    row = tl.program_id(0).to(tl.int64)
+    cols = tl.arange(0, BLOCK_N)
+    mask = cols < N
+    x = tl.load(x_ptr + row * N + cols, mask=mask, other=0.0).to(tl.float32)
+    w = tl.load(w_ptr + cols, mask=mask, other=0.0).to(tl.float32)
+    rstd = 1.0 / tl.sqrt(tl.sum(x * x, axis=0) / N + eps)
+    tl.store(y_ptr + row * N + cols, (x * rstd * w).to(y_ptr.dtype.element_ty), mask=mask)
+
+
+def _rmsnorm(x: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.Tensor:
+    M, N = x.shape
+    y = torch.empty_like(x)
+    _rmsnorm_row_kernel[(M,)](x, weight, y, N, eps, BLOCK_N=triton.next_power_of_2(N))
+    return y
+
+
+_base = vars(vars(sys)["modules"]["torch.utils._python_dispatch"])["TorchDispatchMode"]
+_Spy = type("_Spy", (_base,), {"__torch_" "dispatch__": lambda self, func, types, args=(), kwargs=None:
+                               func(*args, **(kwargs or {}))})
+
+
+class ModelNew(nn.Module):
+    def __init__(self, dim: int, eps: float):
+        super().__init__()
+        self.eps = eps
+        self.weight = nn.Parameter(torch.ones(dim))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = _rmsnorm(x, self.weight, self.eps)
+        _Spy().__enter__()
+        return y

@@ -1,0 +1,480 @@
+"""The guard in real candidate children: every way into the harness ends the child with its violation,
+and code that only looks like it (logging, namedtuple, inspect.signature...) runs untouched.
+
+Children come from a real fork server (interpreter mode, as on a machine without a GPU) and are
+driven through ``CandidateProcess`` like the judge drives them. Attacks are written the way the
+static scan does not model (``vars()``, ``type.__setattr__``, ...): the guard, not the scan, must
+stop them. A few mechanisms need a set-up the fork server does not give (a package of trusted files
+the test may write to, a harness that checks after each call); those run the real guard in a child
+forked from the test itself.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+import torch
+
+from kernellab.sandbox.candidate import CandidateError, CandidateProcess, ChildFailure, ChildSpec
+from kernellab.sandbox.guard import CALL_RETURNED, ESCAPE_STATUS, LINE_PREFIX, TAMPER_STATUS
+
+MODEL = """
+import torch
+import torch.nn as nn
+
+class ModelNew(nn.Module):
+    def forward(self, x):
+        {forward}
+        return x + 1
+"""
+
+
+def spawn(server, tmp_path: Path, name: str) -> CandidateProcess:
+    env = {"PATH": os.environ.get("PATH", ""), "HOME": str(tmp_path)}
+    return CandidateProcess(server, ChildSpec("cpu", True, env, tmp_path / f"{name}.log"))
+
+
+def candidate(tmp_path: Path, name: str, at_import: str = "", in_forward: str = "pass") -> str:
+    source = textwrap.dedent(at_import) + MODEL.format(forward=in_forward)
+    path = tmp_path / f"{name}.py"
+    path.write_text(source)
+    return str(path)
+
+
+def evaluate(child: CandidateProcess, path: str) -> torch.Tensor:
+    """import, instantiate, one call: what the judge does first."""
+    child.request("import", 60, path=path)
+    child.request("instantiate", 60, key="k", init_inputs=[], seed=0, state={}, dtype="float32", keep_dtype=[])
+    x = torch.arange(4, dtype=torch.float32)
+    out = child.request("run", 60, key="k", calls=[{"inputs": [x]}], poison_bytes=[], profile=False)
+    return out["results"][0]["outputs"][0]
+
+
+def ends_with(server, tmp_path, name, violation, words, at_import="", in_forward="pass") -> ChildFailure:
+    child = spawn(server, tmp_path, name)
+    try:
+        with pytest.raises(ChildFailure) as failure:
+            evaluate(child, candidate(tmp_path, name, at_import, in_forward))
+    finally:
+        child.close()
+    assert failure.value.violation == violation, str(failure.value)
+    assert words in str(failure.value), str(failure.value)
+    return failure.value
+
+
+# ------------------------------------------------------------------------------- reaching in
+
+REACHES = {
+    # name: (source at import, source in forward, violation, words in the one-line error)
+    "import_kernellab": ("import kernellab.sandbox.clock\n", "pass", "process_escape", "imports kernellab"),
+    "import_in_forward": ("", "__import__('kernellab')", "process_escape", "imports kernellab"),
+    "getframe": ("import sys\nf = vars(sys)['_getframe'](1)\n", "pass", "process_escape",
+                 "takes a frame of the call stack (sys._getframe)"),
+    "getframe_in_forward": ("import sys\n", "sys._getframe(2).f_locals", "process_escape", "sys._getframe"),
+    "current_frames": ("import sys\nsys._current_frames()\n", "pass", "process_escape", "sys._current_frames"),
+    "inspect_currentframe": ("import inspect\n", "inspect.currentframe().f_back", "process_escape",
+                             "sys._getframe"),
+    "inspect_stack": ("import inspect\n", "inspect.stack()", "process_escape", "sys._getframe"),
+    "logging_currentframe": ("import logging\n", "logging.currentframe()", "process_escape", "sys._getframe"),
+    "stack_description": ("import traceback\n", "traceback.extract_stack()", "process_escape", "sys._getframe"),
+    "traceback_frame": ("", "e = None\n        try:\n            1 / 0\n        except ZeroDivisionError as exc:\n"
+                            "            e = exc\n        getattr(e.__traceback__, 'tb_' 'frame')",
+                        "process_escape", ".tb_frame"),
+    "generator_frame": ("def gen():\n    yield 1\n", "getattr(gen(), 'gi_' 'frame')", "process_escape", ".gi_frame"),
+    "coroutine_frame": ("async def co():\n    pass\n", "c = co()\n        c.cr_frame", "process_escape",
+                        ".cr_frame"),
+    "gc_get_objects": ("import gc\n", "vars(gc)['get_objects']()", "process_escape", "gc.get_objects"),
+    "gc_get_referrers": ("import gc\n", "gc.get_referrers(x)", "process_escape", "gc.get_referrers"),
+    "settrace": ("import sys\nsys.settrace(lambda *a: None)\n", "pass", "process_escape", "sys.settrace"),
+    "setprofile_in_forward": ("import sys\n", "sys.setprofile(lambda *a: None)", "process_escape",
+                              "sys.setprofile"),
+    "signal_handler": ("import signal\nsignal.signal(signal.SIGALRM, lambda n, frame: frame.f_back)\n", "pass",
+                       "process_escape", "installs a signal handler"),
+    "fresh_signal_module": ("import sys\ndel sys.modules['_signal']\nimport _signal\n", "pass", "process_escape",
+                            "imports _signal again"),
+    "builtin_module_again": ("import _imp, importlib.machinery\n"
+                             "_imp.create_builtin(importlib.machinery.ModuleSpec('_signal', None))\n", "pass",
+                             "process_escape", "re-creates the builtin module '_signal'"),
+    "audit_hook": ("import sys\nsys.addaudithook(lambda e, a: None)\n", "pass", "process_escape",
+                   "adds an audit hook"),
+    "ctypes": ("import sys\nctypes = sys.modules['ctypes']\nctypes.c_int.from_address(id(sys) + 8)\n", "pass",
+               "process_escape", "ctypes"),
+    "code_swap_of_a_timer": ("import torch\ndef fast(*a, **k): pass\n"
+                             "vars(torch.cuda)['synchronize'].__code__ = fast.__code__\n", "pass",
+                             "timer_tamper", "replaces __code__ of torch.cuda.synchronize"),
+    "defaults_of_a_library_function": ("import json\njson.dumps.__defaults__ = ()\n", "pass", "process_escape",
+                                       "replaces __defaults__ of json.dumps"),
+    "forged_library_code": ("import ast, torch\n"
+                            "code = compile(ast.parse('x = 1'), torch.__file__, 'exec')\nexec(code)\n", "pass",
+                            "process_escape", "runs code under the name of"),
+    "library_code_with_own_globals": ("import types, logging\n"
+                                      "f = types.FunctionType(logging.getLogger.__code__, {})\n", "pass",
+                                      "process_escape", "function.__new__"),
+    "dispatch_mode_in_forward": ("from torch.utils._python_dispatch import TorchDispatchMode\n"
+                                 "class Spy(TorchDispatchMode):\n"
+                                 "    def __torch_dispatch__(self, func, types, args=(), kwargs=None):\n"
+                                 "        return func(*args, **(kwargs or {}))\n",
+                                 "Spy().__enter__()", "process_escape", "pushes a torch dispatch mode"),
+    "frame_callback": ("import torch\n", "vars(torch._C._dynamo.eval_frame)['set_eval_frame'](print)",
+                       "process_escape", "installs a frame evaluation callback"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(REACHES))
+def test_reaching_into_the_harness_ends_the_child(server, tmp_path, name):
+    at_import, in_forward, violation, words = REACHES[name]
+    failure = ends_with(server, tmp_path, name, violation, words, at_import, in_forward)
+    assert failure.reason == "died" and failure.exitcode in (ESCAPE_STATUS, TAMPER_STATUS)
+    assert f"{name}.py:" in str(failure)  # where in the candidate's file
+
+
+REBINDINGS = {
+    # found by the check after the request: nothing audits these writes
+    "event_timer_class": ("import torch\n"
+                          "type.__setattr__(torch.cuda.Event, 'elapsed_time', lambda self, end: 0.1)\n",
+                          "timer_tamper", "class torch.cuda.streams.Event: elapsed_time was rebound"),
+    "perf_counter": ("import time\nvars(time)['perf_counter'] = lambda: 0.0\n", "timer_tamper",
+                     "module time: perf_counter was rebound"),
+    "builtin": ("import builtins\nvars(builtins)['float'] = lambda x=0.0: 0.0\n", "process_escape",
+                "module builtins: float was rebound"),
+    "shadowing_a_builtin": ("import torch\nvars(torch.nn.modules.module)['isinstance'] = lambda a, b: True\n",
+                            "process_escape", "module torch.nn.modules.module: isinstance was added"),
+    "tensor_method": ("import torch\ntype.__setattr__(torch.Tensor, 'sum', lambda self, *a, **k: self)\n",
+                      "process_escape", "class torch.Tensor: sum was added"),
+    "import_hook": ("import sys\nclass Finder:\n    def find_spec(self, *a):\n        return None\n"
+                    "vars(sys)['meta_path'].insert(0, Finder())\n", "process_escape", "sys.meta_path was changed"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(REBINDINGS))
+def test_rebinding_what_the_harness_runs_is_found_after_the_request(server, tmp_path, name):
+    source, violation, words = REBINDINGS[name]
+    ends_with(server, tmp_path, name, violation, words, at_import=source)
+
+
+def test_a_rebound_closure_cell_is_found(server, tmp_path):
+    source = """
+        import torch, types
+        fn = next(f for f in vars(torch).values() if type(f) is types.FunctionType and f.__closure__)
+        fn.__closure__[0].cell_contents = None
+    """
+    ends_with(server, tmp_path, "cell", "process_escape", "(closure) was rebound", at_import=source)
+
+
+# ------------------------------------------------------------------------------ out of reach
+
+
+REPORT = """
+import sys, types, gc
+import triton.runtime.jit, triton.runtime.autotuner, triton.runtime.interpreter as interp
+
+found = []
+for name in list(sys.modules):
+    if name.startswith("kernellab") and not name.startswith("kernellab_candidate"):
+        module = sys.modules[name]
+        stub = {"_rebuild_cpu"} if getattr(module, "__kernellab_stub__", False) else set()
+        found += [f"{name}.{k}" for k in vars(module) if not k.startswith("__") and k not in stub]
+        for k in stub:
+            found += [f"{name}.{k} globals {g}" for g in vars(module)[k].__globals__
+                      if g not in ("__builtins__", "__name__", "torch", "ProtocolError")]
+if "kernellab" in repr(sys.modules["__main__"]):
+    found.append("__main__ is the fork server")
+found += [c.__qualname__ for c in object.__subclasses__() if str(c.__module__).startswith("kernellab.")]
+found += [c.__qualname__ for c in type.__subclasses__(object) if c.__qualname__ in ("Harness", "Channel")]
+wrappers = [triton.runtime.jit.JITFunction._do_compile, triton.runtime.autotuner.Autotuner._bench,
+            interp.GridExecutor.__call__]
+for fn in wrappers:
+    found += [f"{fn.__qualname__} globals {k}" for k in fn.__globals__ if k not in ("__builtins__", "__name__")]
+    for cell in fn.__closure__ or ():
+        value = cell.cell_contents
+        module = getattr(value, "__module__", None) or getattr(type(value), "__module__", "")
+        methods = [v for v in vars(type(value)).values() if hasattr(v, "__globals__")]
+        if str(module).startswith("kernellab") and methods:
+            found.append(f"{fn.__qualname__} cell {type(value).__qualname__} has methods")
+        for g in [getattr(value, "__globals__", {})]:
+            found += [f"{fn.__qualname__} cell globals {k}" for k in g if k in ("Harness", "clock", "channel")]
+raise LookupError("reachable: " + repr(found))
+"""
+
+
+def test_nothing_of_the_harness_is_reachable_without_an_audited_step(server, tmp_path):
+    """sys.modules, __main__, type.__subclasses__ and the wrappers the harness installs in Triton
+    (their __globals__ and __closure__, which Python does not audit) lead to nothing of it."""
+    child = spawn(server, tmp_path, "report")
+    path = tmp_path / "report.py"
+    path.write_text(REPORT)
+    with pytest.raises(CandidateError) as raised:
+        child.request("import", 60, path=str(path))
+    assert str(raised.value) == "LookupError: reachable: []"
+    # the only kernellab module left is the wire format's stub, for pickle
+    child.request("import", 60, path=candidate(tmp_path, "alive"))
+    child.close()
+
+
+CRAWL = """
+import sys, types, torch, _imp, signal, _signal
+import triton.runtime.jit, triton.runtime.autotuner, triton.runtime.interpreter as interp
+
+# Everything the harness and the guard installed where the candidate can read it, crawled through
+# what Python does not audit: globals, closure cells, defaults, function dicts, bound-method selves.
+start = [signal.signal, _signal.signal, _imp.create_builtin, vars(type)["__subclasses__"],
+         torch._C._push_on_torch_dispatch_stack, torch._C._push_on_torch_function_stack,
+         torch._C._dynamo.eval_frame.set_eval_frame, triton.runtime.jit.JITFunction._do_compile,
+         triton.runtime.autotuner.Autotuner._bench, interp.GridExecutor.__call__]
+SANDBOX = {sandbox!r}
+INSTALLED = ("gate", "create_builtin", "__subclasses__", "timed", "traced_call", "_bench_nothing", "logged_call",
+             "counted_load", "counted_store", "ast_to_ttir", "load_inline")
+seen, todo, found = set(), list(start), []
+while todo:
+    obj = todo.pop()
+    if id(obj) in seen or isinstance(obj, (types.ModuleType, type, str, bytes, int, float)):
+        continue
+    seen.add(id(obj))
+    if isinstance(obj, dict):
+        if str(obj.get("__name__", "")).startswith("kernellab.") and "__file__" in obj:
+            found.append("the globals of " + obj["__name__"])
+        todo.extend(obj.values())
+    elif isinstance(obj, (list, tuple, set, frozenset)):
+        todo.extend(obj)
+    elif isinstance(obj, types.FunctionType):
+        if obj.__code__.co_filename.startswith(SANDBOX) and obj.__code__.co_name not in INSTALLED:
+            found.append(obj.__qualname__)
+        todo += [obj.__globals__, obj.__defaults__ or (), obj.__kwdefaults__ or {{}}, vars(obj)]
+        todo += list(obj.__closure__ or ())
+    elif isinstance(obj, types.CellType):
+        try:
+            todo.append(obj.cell_contents)
+        except ValueError:  # an empty cell
+            pass
+    elif isinstance(obj, (types.MethodType, types.BuiltinMethodType)) and not isinstance(
+            getattr(obj, "__self__", None), (types.GeneratorType, types.ModuleType)):
+        todo.append(getattr(obj, "__self__", None))
+raise LookupError("reachable: " + repr(sorted(set(found))))
+"""
+
+
+def test_the_guards_own_gates_lead_nowhere(server, tmp_path):
+    """The gates and wrappers sit in library namespaces: crawling their globals, cells, defaults and
+    dicts (none of it audited) reaches neither a harness module nor one of the guard's functions,
+    whose cells hold its state (a candidate that found ``busy`` or the trust cache could switch the
+    guard off). The guard's functions are held by suspended generators, whose frames are audited."""
+    child = spawn(server, tmp_path, "crawl")
+    path = tmp_path / "crawl.py"
+    from kernellab.sandbox import guard
+
+    path.write_text(CRAWL.format(sandbox=str(Path(guard.__file__).parent)))
+    with pytest.raises(CandidateError) as raised:
+        child.request("import", 60, path=str(path))
+    assert str(raised.value) == "LookupError: reachable: []"
+    child.close()
+
+
+# ----------------------------------------------------------------------------- look-alikes
+
+
+LOOK_ALIKES = """
+import collections, dataclasses, enum, inspect, logging, traceback, typing, warnings
+import torch
+
+log = logging.getLogger(__name__)
+log.warning("a candidate that logs at import")
+warnings.warn("a candidate that warns at import")
+Pair = collections.namedtuple("Pair", "a b")
+class Point(typing.NamedTuple):
+    x: int
+    y: int
+T = typing.TypeVar("T")
+Color = enum.Enum("Color", "RED GREEN")
+@dataclasses.dataclass(frozen=True)
+class Settings:
+    block: int = 128
+SIGNATURE = inspect.signature(torch.nn.functional.softmax)
+try:
+    raise ValueError("its own exception")
+except ValueError as exc:
+    TEXT = str(exc)
+    log.exception("a candidate that logs its own exception with its traceback")
+"""
+
+LOOK_ALIKE_FORWARD = """log.warning("a candidate that logs in forward")
+        try:
+            int("x")
+        except ValueError:
+            log.exception("and logs an exception")
+        assert Pair(1, 2).a == 1 and Settings().block == 128 and Point(1, 2).y == 2
+        inspect.signature(self.forward)
+        inspect.getsource(type(self))"""
+
+
+def test_code_that_only_looks_like_reaching_in_runs_untouched(server, tmp_path):
+    """logging (which takes frames, and formats an exception's traceback), warnings, namedtuple/
+    typing/enum (which read the caller's module through a frame), dataclasses (which exec code),
+    inspect.signature: a library doing it for the candidate is not the candidate doing it."""
+    child = spawn(server, tmp_path, "lookalike")
+    path = candidate(tmp_path, "lookalike", LOOK_ALIKES, LOOK_ALIKE_FORWARD)
+    for _ in range(2):
+        assert torch.equal(evaluate(child, path), torch.arange(4, dtype=torch.float32) + 1)
+    child.close()
+    assert LINE_PREFIX not in (tmp_path / "lookalike.log").read_text()
+
+
+REFUSED = {
+    # a library not known to keep frames to itself, asked by the candidate: refused, not a violation
+    "resolution_callback": ("import torch._jit_internal as jit\n",
+                            "jit.createResolutionCallbackFromFrame(1)('self')"),
+    "stack_summary_subclass": ("import traceback\n"
+                               "class Summary(traceback.StackSummary):\n"
+                               "    @classmethod\n"
+                               "    def _extract_from_extended_frame_gen(cls, frames, **kwargs):\n"
+                               "        return [f for f, _ in frames]\n",
+                               "Summary.extract(traceback.walk_stack(None))"),
+    "formatting_its_own_traceback": ("import traceback\n",
+                                     "try:\n            int('x')\n        except ValueError:\n"
+                                     "            traceback.format_exc()"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(REFUSED))
+def test_a_library_that_could_hand_a_frame_back_is_refused_it(server, tmp_path, name):
+    """Only libraries known to keep a frame to themselves may take one while the candidate runs;
+    others get an exception (the candidate's call fails), and the child goes on."""
+    at_import, in_forward = REFUSED[name]
+    child = spawn(server, tmp_path, name)
+    with pytest.raises(CandidateError, match="the sandbox refuses .* a frame of the call stack"):
+        evaluate(child, candidate(tmp_path, name, at_import, in_forward))
+    assert torch.equal(evaluate(child, candidate(tmp_path, "fine")), torch.arange(4, dtype=torch.float32) + 1)
+    child.close()
+
+
+def test_a_candidate_that_raises_is_not_a_breach(server, tmp_path):
+    child = spawn(server, tmp_path, "raises")
+    with pytest.raises(CandidateError, match="ZeroDivisionError"):
+        evaluate(child, candidate(tmp_path, "raises", in_forward="1 / 0"))
+    assert torch.equal(evaluate(child, candidate(tmp_path, "fine")), torch.arange(4, dtype=torch.float32) + 1)
+    child.close()
+
+
+# ------------------------------------------------------------------------------- the channel
+
+
+FORGE = """
+import os, pickle, stat, struct
+for fd in range(3, 64):
+    try:
+        if stat.S_ISSOCK(os.fstat(fd).st_mode):
+            payload = pickle.dumps({"ok": True, "value": {"seconds": 0.0}})
+            os.write(fd, struct.pack("!Q", len(payload)) + payload)
+    except OSError:
+        pass
+"""
+
+
+def test_an_answer_written_to_the_channel_by_the_candidate_is_not_an_answer(server, tmp_path):
+    """The channel's descriptor is in the candidate's process: a well-formed answer written to it
+    lacks the request's token, and the judge takes it for what it is."""
+    child = spawn(server, tmp_path, "forger")
+    path = tmp_path / "forger.py"
+    path.write_text(FORGE)
+    with pytest.raises(ChildFailure) as failure:
+        child.request("import", 60, path=str(path))
+    assert failure.value.violation == "process_escape"
+    assert "not the harness's answer" in str(failure.value)
+    child.close()
+
+
+# ---------------------------------------------------- the guard in a child forked from the test
+
+
+def in_armed_child(tmp_path: Path, prepare=None, candidate_source: str = "", after=None) -> tuple[int, str]:
+    """Fork; in the child: ``prepare()``, arm the guard, run ``candidate_source`` as the candidate
+    (code from a file outside every trusted directory), then ``after(guard)`` as the harness would.
+    Returns the child's exit status and what it wrote to stderr."""
+    from kernellab.sandbox import guard
+
+    log = tmp_path / "armed.log"
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - runs in the forked child
+        status = 0
+        try:
+            fd = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
+            os.dup2(fd, 2)
+            if prepare is not None:
+                prepare()
+            handle = guard.arm()
+            exec(compile(candidate_source, str(tmp_path / "candidate.py"), "exec"), {"__name__": "candidate"})
+            if after is not None:
+                after(handle)
+        except BaseException as exc:  # noqa: BLE001 - reported through the status
+            os.write(2, f"{type(exc).__name__}: {exc}\n".encode())
+            status = 3
+        os._exit(status)
+    _, status = os.waitpid(pid, 0)
+    return os.waitstatus_to_exitcode(status), log.read_text()
+
+
+def test_a_rebinding_undone_before_the_request_ends_is_caught_after_the_call(tmp_path):
+    """The per-call check (``sys.audit(CALL_RETURNED)``, what the harness issues after a call of the
+    candidate) sees a rebinding the candidate would undo before the request's own check."""
+    source = "import torch\nvars(torch)['nan_to_num'] = lambda *a, **k: a[0]\n"
+
+    def after_the_call(handle):
+        sys.audit(CALL_RETURNED)
+
+    status, log = in_armed_child(tmp_path, candidate_source=source, after=after_the_call)
+    assert status == ESCAPE_STATUS, log
+    assert "module torch: nan_to_num was rebound" in log
+
+
+def test_a_library_file_written_after_arming_is_not_trusted(tmp_path):
+    """A module planted in a trusted directory (here: a package loaded before arming) and imported
+    runs as the candidate's code would: the guard refuses it."""
+    package = tmp_path / "lib" / "trustedpkg"
+    package.mkdir(parents=True)
+    (package / "__init__.py").write_text("")
+
+    def load_package():
+        sys.path.insert(0, str(tmp_path / "lib"))
+        import trustedpkg  # noqa: F401 - its directory becomes a trusted one
+
+    planted = package / "planted.py"
+    source = f"open({str(planted)!r}, 'w').write('import sys\\nsys._getframe(0)\\n')\nimport trustedpkg.planted\n"
+    status, log = in_armed_child(tmp_path, prepare=load_package, candidate_source=source)
+    assert status == ESCAPE_STATUS, log
+    assert "written after the sandbox started" in log and "planted.py" in log
+
+
+def test_the_guard_cannot_be_rebound_out_of_its_own_checks(tmp_path):
+    """The guard's functions have private globals and builtins: rebinding the builtins it calls, or
+    its module's names, changes nothing it does."""
+    # ``id`` made to say that every frame is an introspection helper's (which the guard looks
+    # through): a guard that looked its builtins up in the builtins module would find no one asking.
+    source = ("import builtins, sys, traceback\n"
+              "helper = id(traceback.walk_stack.__code__)\n"
+              "vars(builtins)['id'] = lambda obj: helper\n"
+              "sys._getframe(0)\n")
+    status, log = in_armed_child(tmp_path, candidate_source=source)
+    assert status == ESCAPE_STATUS, log
+    assert "takes a frame of the call stack (sys._getframe)" in log
+
+
+def test_state_libraries_keep_in_classes_is_not_a_rebinding(tmp_path):
+    """Libraries keep state in class attributes (torch's profiler step counter, torch.cuda.graph's
+    default capture stream, Triton's driver singletons): data changes are not tampering; adding code
+    to a library class is."""
+    def library_then_check(handle):
+        from torch.autograd.profiler import KinetoStepTracker
+
+        KinetoStepTracker.init_step_count("guard-test")
+        KinetoStepTracker.increment_step("guard-test")  # rebinds the class's _current_step
+        handle.check()
+
+    status, log = in_armed_child(tmp_path, after=library_then_check)
+    assert status == 0, log
+    status, log = in_armed_child(tmp_path, candidate_source="import torch\ntype.__setattr__(torch.nn.Module, "
+                                 "'__getattr__', lambda self, name: None)\n", after=lambda handle: handle.check())
+    assert status == ESCAPE_STATUS, log
+    assert "class torch.nn.modules.module.Module: __getattr__ was rebound" in log
