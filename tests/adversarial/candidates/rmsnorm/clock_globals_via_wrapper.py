@@ -1,4 +1,4 @@
-"""EXPLOIT (threat 8): CHEAT: reach the child's clock through the globals of a harness wrapper and rewrite the timings
+"""LEGITIMATE (threat 8): an honest kernel that tries to reach the child's clock through the globals of a harness wrapper and rewrite the timings
 it returns.
 
 The child wraps Triton's compile steps (CompiledKernel._init_handles, ...) with functions defined in
