@@ -129,7 +129,8 @@ def _check_candidate(case: dict) -> None:
     if case["threat"]:
         assert f"threat {case['threat']}" in docstring, "the docstring names the threat class"
     if case.get("holdout_only"):
-        assert case.get("status") == "passed" and case.get("gpu_only"), "holdout runs only on a GPU"
+        # Holdout configs small enough for the interpreter run on the CPU too (rmsnorm's M=37, N=1019).
+        assert case.get("status") == "passed"
         assert "violation" not in case and "stage" not in case
         return
     assert "violation" in case, "a rejection states its violation kind, or \"\" for a correctness failure"
