@@ -79,6 +79,8 @@ class EvalContext:
             # Copies (``handover``): the case's weights serve every later candidate and the baselines.
             own = {"init_inputs": case.init_inputs, "state": case.state}
             handed = handover.copies(own)
+            if self.session.device == "cuda":
+                torch.cuda.synchronize()  # the copies have landed before the child maps them (as restore_inputs)
             value = self.child.request("instantiate", timeout, key=key, init_inputs=handed["init_inputs"],
                                        seed=PARAM_SEED, state=handed["state"], dtype=case.dtype,
                                        keep_dtype=list(case.problem.task.keep_dtype))
