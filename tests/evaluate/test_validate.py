@@ -29,7 +29,8 @@ def test_degenerate_tasks_are_rejected_with_their_reason(case):
         assert repr(case["input"]) in text
 
 
-@pytest.mark.parametrize("name", ["rmsnorm", "vector_add", "matmul", "sgd_momentum"])
+@pytest.mark.parametrize("name", ["rmsnorm", "vector_add", "matmul", "sgd_momentum", "softmax", "logsumexp",
+                                  "layernorm", "row_scale"])
 def test_sound_fixture_tasks_pass(name):
     report = validate_task(load_task(ADVERSARIAL / "tasks" / name), "cpu", 1 << 16)
     assert report.passed, report.failures

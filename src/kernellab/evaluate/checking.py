@@ -14,6 +14,7 @@ from typing import Any
 import torch
 
 from kernellab.evaluate.policy_evidence import request_violations
+from kernellab.evaluate import handover
 from kernellab.evaluate.reference import Case, add_precision_probes, ensure_gradients
 from kernellab.evaluate.tolerance import compare_output, normalised_error
 from kernellab.evaluate.verdict import ConfigCheck, Violation, ViolationKind
@@ -74,6 +75,7 @@ def run_case(ctx, case: Case, *, profile: bool = False, backward: bool = False,
     violations += contract
     inputs_after = result["inputs_after"] if result["inputs_after"] is not None else case.inputs
     violations += input_mutation(case, inputs_after, where)
+    violations += _handed_over_mutation(ctx, case, result, backward, where)
     check = ConfigCheck(config=where, dtype=case.dtype, max_abs_err=None, max_rel_err=None, tolerance=None)
     if contract:
         check.passed, check.note = False, contract[0].detail
@@ -119,6 +121,28 @@ def output_contract(case: Case, outputs: list[Any], types: list[str], where: str
             problems.append(Violation(ViolationKind.OUTPUT_CONTRACT,
                                       f"{where}: output {i} has dtype {out.dtype}, expected {exp.dtype}"))
     return problems
+
+
+def _handed_over_mutation(ctx, case: Case, result: dict[str, Any], backward: bool, where: str) -> list[Violation]:
+    """Judge memory handed over only to be read, compared with the judge's own after the call
+    (``handover``): the grad_outputs of a backward call, and the init arguments and weights of the
+    model the call ran on (after every call until the next instantiation: on the GPU the child has
+    synchronised by then, so writes its ``__init__`` left queued have landed, and a write found
+    after a call whose outcome the caller drops, the load stage's, is found again)."""
+    found = []
+    if backward and case.pristine_grad_outputs is not None:
+        after = result.get("grad_outputs_after")
+        changed = handover.first_change(after if after is not None else case.grad_outputs,
+                                        case.pristine_grad_outputs, "grad_output")
+        if changed:
+            found.append(Violation(ViolationKind.INPUT_MUTATION, f"{where}: {changed} was modified in backward"))
+    if ctx.handed_at_instantiate is not None:
+        handed, own, config = ctx.handed_at_instantiate
+        changed = handover.first_change(handed, own)
+        if changed:
+            found.append(Violation(ViolationKind.INPUT_MUTATION,
+                                   f"{config}: the candidate modified {changed}, handed to it at instantiation"))
+    return found
 
 
 def input_mutation(case: Case, after: list[Any], where: str) -> list[Violation]:

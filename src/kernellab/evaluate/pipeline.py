@@ -13,10 +13,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
+import torch
+
+from kernellab.evaluate import handover
 from kernellab.evaluate.reference import PARAM_SEED, Case
 from kernellab.evaluate.static_scan import ScanResult
 from kernellab.evaluate.verdict import Stage, StageResult, Status, Verdict, Violation, ViolationKind
 from kernellab.sandbox.candidate import CandidateError, CandidateProcess, ChildFailure
+from kernellab.sandbox.interpreter_gap import GAP_NAMES
+from kernellab.sandbox.interpreter_gap import describe as describe_gap
 from kernellab.tasks.model import Policy, TaskError
 
 log = logging.getLogger(__name__)
@@ -35,6 +40,9 @@ class EvalContext:
     timing_failures: list = field(default_factory=list)  # wrong outputs on the timing inputs
     import_seconds: float = 0.0  # import of the candidate module (builds load_inline extensions)
     compile_ahead: "CompileAhead | None" = None  # noqa: F821 - helpers compiling ahead (compile_ahead.py)
+    # What the last instantiation handed the child (copies of the case's init arguments and weights),
+    # the judge's own values, and the config: compared after every checked call (``checking``).
+    handed_at_instantiate: tuple | None = None
 
     @property
     def policy(self) -> Policy:
@@ -54,9 +62,17 @@ class EvalContext:
         if self.loaded_key != key:
             # The first instance may build its kernels in __init__ (load_inline): the compile budget.
             timeout = self.timeout if self.loaded_key else max(self.session.options.compile_timeout_s, self.timeout)
-            self.child.request("instantiate", timeout, key=key, init_inputs=case.init_inputs, seed=PARAM_SEED,
-                               state=case.state, dtype=case.dtype,
-                               keep_dtype=list(case.problem.task.keep_dtype))
+            # Copies (``handover``): the case's weights serve every later candidate and the baselines.
+            own = {"init_inputs": case.init_inputs, "state": case.state}
+            handed = handover.copies(own)
+            if self.session.device == "cuda":
+                torch.cuda.synchronize()  # the copies have landed before the child maps them (as restore_inputs)
+            value = self.child.request("instantiate", timeout, key=key, init_inputs=handed["init_inputs"],
+                                       seed=PARAM_SEED, state=handed["state"], dtype=case.dtype,
+                                       keep_dtype=list(case.problem.task.keep_dtype))
+            # On the CPU the child holds its own copy and sends back what it holds after instantiating.
+            after = value.get("received_after") if isinstance(value, dict) else None
+            self.handed_at_instantiate = (after if after is not None else handed, own, case.problem.config.label)
             self.loaded_key = key
         return key
 
@@ -121,9 +137,12 @@ def _run_stages(ctx: EvalContext) -> None:
             result = StageResult(stage, False, error=str(exc))
             if exc.exc_type == "HarnessError":
                 verdict.status = Status.HARNESS_ERROR
-            elif ctx.session.resolved.interpret and _looks_like_interpreter_gap(exc, ctx.source):
+            elif stage is Stage.HOLDOUT:  # the holdout's failure, never the verdict's status
+                _holdout_failed(verdict, result)
+            elif ctx.session.resolved.interpret and looks_like_interpreter_gap(exc):
                 verdict.status = Status.UNSUPPORTED_IN_INTERPRETER
-                result.error = f"Triton interpreter cannot run this candidate: {exc}"
+                result.error = f"Triton interpreter cannot run this candidate: it calls " \
+                               f"{describe_gap(exc.interpreter_gap)} ({exc})"
         except ChildFailure as exc:
             result = StageResult(stage, False, error=str(exc))
             if exc.reason == "timeout":
@@ -132,6 +151,10 @@ def _run_stages(ctx: EvalContext) -> None:
                 ctx.violate(ViolationKind(exc.violation), f"{stage.value}: {exc}")
             elif exc.exitcode == 0:
                 ctx.violate(ViolationKind.PROCESS_ESCAPE, f"{stage.value}: the candidate ended its own process")
+            if stage is Stage.HOLDOUT:
+                _holdout_failed(verdict, result)
+            elif exc.reason == "timeout":
+                verdict.status = Status.TIMEOUT
         except TaskError as exc:
             result = StageResult(stage, False, error=str(exc))
             verdict.status = Status.HARNESS_ERROR
@@ -158,6 +181,13 @@ def _run_stages(ctx: EvalContext) -> None:
             return
 
 
+def _holdout_failed(verdict: Verdict, result: StageResult) -> None:
+    """The candidate raised, crashed or hung in the holdout stage outside the per-config checks that
+    catch it (``correctness.holdout``): the holdout has failed, the seen verdict stands."""
+    verdict.holdout.correct = False
+    verdict.holdout.failed_configs.append(f"holdout stage: {result.error}")
+
+
 def _first_failure(result: StageResult) -> str | None:
     for check in result.configs:
         if not check.passed:
@@ -169,16 +199,7 @@ def _first_violation(verdict: Verdict) -> str | None:
     return f"{verdict.violations[0].kind.value}: {verdict.violations[0].detail}" if verdict.violations else None
 
 
-_GAP_WORDS = ("not supported", "unsupported", "not implemented", "active drivers")
-# Features the interpreter has no implementation of (triton <= 3.9): an InterpreterError in a
-# candidate that uses one of them is the interpreter's gap, not the candidate's bug.
-_UNINTERPRETED = ("libdevice", "tl.extra", "language.extra", "inline_asm", "extern_elementwise")
-
-
-def _looks_like_interpreter_gap(exc: CandidateError, source: str) -> bool:
-    text = f"{exc.exc_type} {exc}"
-    if exc.exc_type == "NotImplementedError" and exc.in_interpreter:
-        return True
-    if exc.exc_type == "InterpreterError" and any(word in source for word in _UNINTERPRETED):
-        return True
-    return any(w in text for w in _GAP_WORDS)
+def looks_like_interpreter_gap(exc: CandidateError) -> bool:
+    """A gap the harness recognised in the child from where the exception was raised
+    (``sandbox.interpreter_gap``); the exception's text, which the candidate writes, plays no part."""
+    return exc.interpreter_gap in GAP_NAMES

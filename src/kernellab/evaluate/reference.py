@@ -40,7 +40,12 @@ class Case:
     state: dict[str, torch.Tensor]  # reference weights in the task dtype, for the candidate
     eager_model: torch.nn.Module
     lower_precision_errs: list[dict[str, float]] = field(default_factory=list)
+    # Backward cases: ``pristine_grad_outputs`` are the judge's own, and the reference gradients are
+    # computed from them only; ``grad_outputs`` are copies, the only ones ever handed to a child,
+    # restored before each call and compared with the pristine ones after it (judge memory handed
+    # to a child is never the judge's own: on the GPU it crosses by CUDA IPC and can be written).
     grad_outputs: list[torch.Tensor] | None = None
+    pristine_grad_outputs: list[torch.Tensor] | None = None
     ref_grads: dict[str, torch.Tensor] | None = None  # "input:<name>" / "param:<name>" -> float64
     grad_tolerances: dict[str, float] | None = None
     float64_fallback: bool = False
@@ -64,11 +69,14 @@ class Case:
         return [i for i, n in enumerate(self.names) if n in self.problem.task.grad_inputs]
 
     def restore_inputs(self) -> None:
+        """Put the pristine values back into the memory handed to the child: inputs and grad_outputs."""
         with torch.no_grad():
             for live, value in zip(self.inputs, self.pristine):
                 if isinstance(live, torch.Tensor):
                     live.requires_grad_(False)
                     live.copy_(value)
+            for live, value in zip(self.grad_outputs or [], self.pristine_grad_outputs or []):
+                live.copy_(value)
         if self.device == "cuda":
             # The child reads these tensors through CUDA IPC on its own stream: the copies above must
             # have landed before it is asked to run, or it reads the previous call's values.
@@ -217,11 +225,13 @@ def _lower_precision_errors(problem: Problem, init_inputs, pristine, ref_outputs
 
 
 def _draw_grad_outputs(case: Case) -> None:
-    """The random grad_output of a backward case: one per forward output, in the task dtype."""
+    """The random grad_output of a backward case: one per forward output, in the task dtype; the
+    judge keeps its own and hands out copies (``Case.grad_outputs``)."""
     gen = device_generator(case.device, case.seed + 17)
     outs_ref = case.ref_outputs[:case.n_outputs]
-    case.grad_outputs = [torch.randn(o.shape, generator=gen, dtype=torch.float32, device=case.device)
-                         .to(TORCH_DTYPES[case.dtype]) for o in outs_ref]
+    case.pristine_grad_outputs = [torch.randn(o.shape, generator=gen, dtype=torch.float32, device=case.device)
+                                  .to(TORCH_DTYPES[case.dtype]) for o in outs_ref]
+    case.grad_outputs = [g.clone() for g in case.pristine_grad_outputs]
 
 
 def _add_gradients(case: Case, ref_model_64: torch.nn.Module | None) -> None:
@@ -236,7 +246,8 @@ def _add_gradients(case: Case, ref_model_64: torch.nn.Module | None) -> None:
             args[i] = leaves[j]
         params = [(n, p) for n, p in model.named_parameters() if p.requires_grad]
         outs = flatten_outputs(model(*args))
-        gos = [g.to(o.dtype) for g, o in zip(case.grad_outputs, outs)]
+        # The judge's own grad_outputs: the copies in ``case.grad_outputs`` have been in a child.
+        gos = [g.to(o.dtype) for g, o in zip(case.pristine_grad_outputs, outs)]
         got = torch.autograd.grad(outs, leaves + [p for _, p in params], gos, allow_unused=True)
         names = [f"input:{case.names[i]}" for i in grad_idx] + [f"param:{n}" for n, _ in params]
         return {n: (g.to(torch.float64) if to64 and g is not None else g) for n, g in zip(names, got)}
@@ -256,5 +267,5 @@ def _add_gradients(case: Case, ref_model_64: torch.nn.Module | None) -> None:
 def case_nbytes(case: Case) -> int:
     """Device bytes a case holds (inputs, pristine copies, float64 references, weights)."""
     tensors = [*case.inputs, *case.pristine, *case.ref_outputs, *case.state.values(),
-               *(case.ref_grads or {}).values(), *(case.grad_outputs or [])]
+               *(case.ref_grads or {}).values(), *(case.grad_outputs or []), *(case.pristine_grad_outputs or [])]
     return sum(t.numel() * t.element_size() for t in tensors if isinstance(t, torch.Tensor))

@@ -279,18 +279,13 @@ def _case_budget(device: str) -> int:
 
 def _variant_transform(variant: str, seed: int):
     """Adversarial input variants of the stability stage, each inside the input's declared domain."""
-    from kernellab.tasks.materialize import device_generator, perturb_for_domain
+    from kernellab.tasks.materialize import device_generator, perturb_inputs
 
     def transform(problem: Problem, inputs: list[Any]) -> list[Any]:
         # One stream of random values per variant: scale-invariant ops (norms) would otherwise see the
         # same normalised input in every variant, and a cached output would pass them all.
         generator = device_generator(_device_of(inputs), seed + 99 + zlib.crc32(variant.encode()))
-        out = []
-        for name, value in zip(problem.input_names + [""] * len(inputs), inputs):
-            if isinstance(value, torch.Tensor) and value.is_floating_point() and name not in problem.task.mutates:
-                value = perturb_for_domain(value, problem.task.domain_of(name), variant, generator)
-            out.append(value)
-        return out
+        return perturb_inputs(problem, inputs, variant, generator)
 
     return transform
 

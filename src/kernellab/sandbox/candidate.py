@@ -48,6 +48,9 @@ class CandidateError(RuntimeError):
         self.exc_type = reply.get("exc_type", "")
         self.in_interpreter = bool(reply.get("in_interpreter"))
         self.traceback = reply.get("traceback", "")
+        # The harness's name for a known interpreter gap (``interpreter_gap.GAPS``), found from the
+        # traceback in the child; never read from the exception's text.
+        self.interpreter_gap = reply.get("interpreter_gap")
 
 
 @dataclass

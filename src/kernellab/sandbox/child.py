@@ -34,6 +34,7 @@ from kernellab.sandbox.evidence import (CallSpan, OpLog, compiled_graphs, end_ca
                                         take_calls, track_interpreter_launches)
 from kernellab.sandbox.own_compiles import mark_own_compiles
 from kernellab.sandbox.plain import plain_outputs
+from kernellab.sandbox import interpreter_gap
 from kernellab.tasks.materialize import (build_model, cast_model, copy_matching_state, flatten_outputs,
                                          forward_input_names, module_init_inputs, module_inputs)
 from kernellab.tasks.module import build_module
@@ -127,6 +128,7 @@ class Harness:
         self.launches = track_interpreter_launches() if self.interpret else None
         if self.interpret:
             _autotune_without_benchmarks()
+            interpreter_gap.install()
         self.compile_seconds = _track_jit_compiles()  # [seconds]: filled by the wrappers
         # Library hooks go in before the guard is armed (it then holds every library namespace to
         # what it is): the renaming of own kernels (its candidate path is set at import) and the log
@@ -198,7 +200,10 @@ class Harness:
         self.received.add((init_inputs, state))
         self.models.clear()  # one live model at a time keeps GPU memory bounded
         self.models[key] = model
-        return {"copied": copied}
+        # On the CPU the judge's tensors arrived by value: what this process holds after instantiating
+        # goes back, so the judge can see a write into them (on the GPU it reads its own memory).
+        return {"copied": copied, "received_after": {"init_inputs": init_inputs, "state": state}
+                if self.device == "cpu" else None}
 
     def op_warm(self, source: str, where: str, seed: int, items: list[dict[str, Any]]) -> dict[str, Any]:
         """Compile ahead: call the candidate once on each item's shapes, on inputs this process draws
@@ -402,8 +407,8 @@ class Harness:
         # On the CPU the judge cannot see this process's copies of the inputs: send them back so it
         # can check for mutation. On the GPU the inputs are the judge's own memory.
         after = [t.detach() if isinstance(t, torch.Tensor) else t for t in inputs] if self.device == "cpu" else None
-        return {"outputs": sendable, "types": types, "grads": grads,
-                "inputs_after": after}
+        return {"outputs": sendable, "types": types, "grads": grads, "inputs_after": after,
+                "grad_outputs_after": call.get("grad_outputs") if after is not None else None}
 
     def _same_buffers(self, inputs: list[Any], same: bool) -> list[Any]:
         """For a same-pointer call, the previous call's input tensors hold the new values.
@@ -631,7 +636,8 @@ def main(fd: int, spec: dict[str, Any]) -> int:
             if harness.launches:
                 harness.launches.depth = 0
             reply = {"ok": False, "error": _describe(exc), "exc_type": type(exc).__name__,
-                     "in_interpreter": in_interp, "traceback": traceback.format_exc()[-4000:]}
+                     "in_interpreter": in_interp, "traceback": traceback.format_exc()[-4000:],
+                     "interpreter_gap": interpreter_gap.classify(exc) if harness.interpret else None}
         check()  # what the answer is built and sent with was not rebound
         reply["token"] = token
         reply["seconds"] = _perf_counter() - started

@@ -230,12 +230,43 @@ def copy_matching_state(source: dict[str, torch.Tensor], model: torch.nn.Module)
     return copied
 
 
+# Offsets of the shifted stability kinds, with a unit spread around them. Far enough that a softmax
+# or log-sum-exp without the max subtraction overflows or underflows exp (e^88.7 is float32's
+# largest), that a max or min whose masked lanes read 0 picks the padding, and that a variance
+# computed as E[x^2] - E[x]^2 cancels: at 1000 +- 1 in float32, E[x^2] = 1e6 is held to ~0.06,
+# against a variance of 1, while a two-pass or Welford variance stays within ~1e-4 of float64 (eager's
+# own error on such rows is of that order, so the tolerance stays meaningful). float16 and bfloat16
+# get 100: at 1000 their spacing is 0.5 and 4, and eager float16 overflows squaring 1000s (65504).
+SHIFTS = {torch.float16: 100.0, torch.bfloat16: 100.0}
+SHIFT = 1000.0
+SHIFTED_KINDS = ("shifted_up", "shifted_down")
+
+
+def perturb_inputs(problem: Problem, inputs: list[Any], variant: str, generator: torch.Generator) -> list[Any]:
+    """The stability stage's adversarial inputs for ``variant``: a kind applied to every floating input
+    not in ``mutates``, or ``kind:name`` for the one input ``name``.
+
+    The shifted kinds are given one input at a time: shifting two inputs of a bilinear form (q and k
+    of attention) by S scales the rounding of their products by S^2, and turns attention's softmax
+    into an argmax whose near-ties sound kernels break differently from eager, which is no finding."""
+    kind, _, only = variant.partition(":")
+    out = []
+    for name, value in zip(problem.input_names + [""] * len(inputs), inputs):
+        if isinstance(value, torch.Tensor) and value.is_floating_point() and name not in problem.task.mutates \
+                and (not only or name == only):
+            value = perturb_for_domain(value, problem.task.domain_of(name), kind, generator)
+        out.append(value)
+    return out
+
+
 def perturb_for_domain(x: torch.Tensor, domain: InputDomain, kind: str, generator: torch.Generator) -> torch.Tensor:
     """An adversarial variant of ``x`` of the given ``kind`` that stays inside ``domain``."""
     if domain is InputDomain.INDEX or x.dtype not in CASTABLE:
         return x
     shape, dev = x.shape, x.device
     base = torch.randn(shape, generator=generator, dtype=torch.float32, device=dev)
+    if kind in SHIFTED_KINDS:
+        return _shifted(base, domain, kind == "shifted_up", x.dtype).to(x.dtype)
     if kind == "large":
         y = base * 1e3 if x.dtype in (torch.float16,) else base * 1e4
     elif kind == "tiny":
@@ -248,6 +279,8 @@ def perturb_for_domain(x: torch.Tensor, domain: InputDomain, kind: str, generato
         y = (base / denom).clamp(-1e3, 1e3)  # ratio of normals: Cauchy-like tails
     elif kind == "constant_rows":
         y = base[..., :1].expand(shape).clone() if x.dim() > 0 else base
+    elif kind == "positive_rows":
+        y = base.abs()  # one-signed at an ordinary scale: a min whose masked lanes read 0 picks the padding
     else:
         raise ValueError(kind)
     if domain is InputDomain.POSITIVE:
@@ -257,3 +290,20 @@ def perturb_for_domain(x: torch.Tensor, domain: InputDomain, kind: str, generato
     elif domain is InputDomain.PROBABILITY:
         y = torch.softmax(y.float().clamp(-30, 30), dim=-1)
     return y.to(x.dtype)
+
+
+def _shifted(base: torch.Tensor, domain: InputDomain, up: bool, dtype: torch.dtype) -> torch.Tensor:
+    """Values pushed to one side of ``domain``: real inputs by +-S (one-signed rows far from zero);
+    positive ones up by S, or down to just above zero (1e-3 e^N: two decades, e.g. an optimizer's
+    second moment next to its eps); unit ones to within 1% of 1 or of 0; probability rows peaked
+    on a few entries, or nearly flat."""
+    if domain is InputDomain.REAL or (domain is InputDomain.POSITIVE and up):
+        shift = SHIFTS.get(dtype, SHIFT)
+        return base + shift if up else base - shift
+    if domain is InputDomain.POSITIVE:
+        return 1e-3 * torch.exp(base)
+    if domain is InputDomain.UNIT:
+        near_edge = 0.01 * torch.sigmoid(base)
+        return 1.0 - near_edge if up else near_edge
+    logits = base * 8.0 if up else base * 0.01
+    return torch.softmax(logits.clamp(-30, 30), dim=-1)

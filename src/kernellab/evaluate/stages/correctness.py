@@ -16,9 +16,11 @@ from kernellab.evaluate.reference import Case
 from kernellab.evaluate.tolerance import adversarial_factor, normalised_error
 from kernellab.evaluate.trace_sampling import traced
 from kernellab.evaluate.verdict import ConfigCheck, Stage, StageResult, ViolationKind
-from kernellab.tasks.model import Config, Visibility
+from kernellab.sandbox.candidate import CandidateError, ChildFailure
+from kernellab.tasks.materialize import SHIFTED_KINDS
+from kernellab.tasks.model import Config, InputDomain, Visibility
 
-STABILITY_KINDS = ("large", "tiny", "mixed", "heavy_tailed", "constant_rows")
+STABILITY_KINDS = ("large", "tiny", "mixed", "heavy_tailed", "constant_rows", "positive_rows")
 # A stability variant is skipped for a dtype when eager PyTorch itself is this far off in it:
 # then the input is outside what the dtype can represent, and no kernel can be asked to do better.
 EAGER_USELESS_ERR = 0.5
@@ -121,15 +123,27 @@ def _matches_earlier(outcome: CallOutcome, earlier: list[Case]) -> bool:
 
 
 def stability(ctx) -> StageResult:
+    """Adversarial inputs inside each input's declared domain (``materialize.perturb_for_domain``):
+    the ``STABILITY_KINDS`` perturb every floating input at once; the shifted kinds (one-signed
+    values far from zero: large positive and negative offsets, and their analogues for positive,
+    unit and probability inputs) perturb one input at a time, each its own variant ``kind:name``."""
     seen, _ = _configs(ctx, Visibility.SEEN)
     configs = seen[:1] or ctx.session.task.configs_of(Visibility.SMALL)
     result = StageResult(Stage.STABILITY, True)
     notes = []
     for config in configs:
         for dtype in ctx.session.resolved.dtypes:
-            for k, kind in enumerate(STABILITY_KINDS):
+            shifted: list[str] | None = None
+            kinds = list(STABILITY_KINDS)
+            k = -1
+            while kinds:
+                kind = kinds.pop(0)
+                k += 1
                 case = ctx.session.case(config, dtype, ctx.session.options.seed + seeds.STABILITY, variant=kind,
                                         once=True)
+                if shifted is None:  # the inputs a shifted variant can move, read off the first case
+                    shifted = [f"{k}:{name}" for name in _shiftable(case) for k in SHIFTED_KINDS]
+                    kinds += shifted
                 if not _eager_meaningful(case):
                     notes.append(f"{kind}/{dtype}")
                     continue
@@ -140,6 +154,14 @@ def stability(ctx) -> StageResult:
     if notes:
         result.skipped = f"eager PyTorch itself is inaccurate there, not checked: {', '.join(notes)}"
     return result
+
+
+def _shiftable(case: Case) -> list[str]:
+    """Inputs a shifted variant moves: floating tensors that are not indices and not in ``mutates``."""
+    task = case.problem.task
+    return [name for name, value in zip(case.names, case.pristine)
+            if isinstance(value, torch.Tensor) and value.is_floating_point() and name not in task.mutates
+            and task.domain_of(name) is not InputDomain.INDEX]
 
 
 def _eager_meaningful(case: Case) -> bool:
@@ -194,45 +216,106 @@ def holdout(ctx) -> StageResult | None:
 
     Every holdout config is checked in every dtype; it is timed in the dtypes
     ``Resolved.holdout_timing_dtypes`` names (one per config by default: the holdout speedup is one
-    number per config, and timing each dtype tripled this stage's timing)."""
+    number per config, and timing each dtype tripled this stage's timing).
+
+    A candidate that raises, crashes or hangs on a holdout config has failed that config, and so the
+    holdout (``holdout.correct = false``, exit status 3 when the seen configs passed): the stage
+    catches it per config instead of letting it end the stage unjudged. A child that died or hung
+    cannot answer again, so the configs after it are reported unchecked; the holdout has failed
+    already."""
     if ctx.session.options.configs == "seen" or ctx.verdict.failed_stage is not None:
         return None
     configs, skipped = _configs(ctx, Visibility.HOLDOUT)
     result = StageResult(Stage.HOLDOUT, True)
-    if skipped:
-        result.skipped = f"too large for the interpreter: {', '.join(skipped)}"
-    failed = []
+    skips = [f"too large for the interpreter: {', '.join(skipped)}"] if skipped else []
+    failed, unknown, unchecked = [], [], []
+    gone: str | None = None  # the child died or hung: nothing more can be asked of it
     timed = ctx.session.resolved.holdout_timing_dtypes()
     timing = ctx.session.device == "cuda" and ctx.session.options.time_holdout
     for config in configs:
         for dtype in ctx.session.resolved.dtypes:
-            outcome = run_case(ctx, ctx.session.case(config, dtype, ctx.session.options.seed + seeds.HOLDOUT,
-                                                     once=not (timing and dtype in timed)),  # a timed one is used again
-                               profile=traced(ctx, Stage.HOLDOUT, f"{config.label}|{dtype}", 0, 1))
+            where = f"{config.label} {dtype}"
+            if gone is not None:
+                unchecked.append(where)
+                continue
+            try:
+                outcome = run_case(ctx, ctx.session.case(config, dtype, ctx.session.options.seed + seeds.HOLDOUT,
+                                                         once=not (timing and dtype in timed)),  # a timed one is used again
+                                 profile=traced(ctx, Stage.HOLDOUT, f"{config.label}|{dtype}", 0, 1))
+            except (CandidateError, ChildFailure) as exc:
+                crash = _crash(ctx, exc, config.label, dtype)
+                if crash is None:  # an interpreter gap: says nothing about the candidate
+                    unknown.append(where)
+                    continue
+                result.configs.append(crash)
+                failed.append(where)
+                result.error = result.error or f"{where}: {crash.note}"
+                gone = str(exc) if isinstance(exc, ChildFailure) else None
+                continue
             result.configs.append(outcome.check)
             if not outcome.passed:
-                failed.append(f"{config.label} {dtype}")
+                failed.append(where)
             del outcome  # its outputs must not outlive the next case's build (as in _over)
+    if unchecked:
+        skips.append(f"not checked, the candidate's process was gone: {', '.join(unchecked)}")
+    if unknown:
+        skips.append(f"the Triton interpreter cannot run the candidate on: {', '.join(unknown)}")
+    result.skipped = "; ".join(skips) or None
     result.passed = not failed
     holdout = ctx.verdict.holdout
-    holdout.correct = None if not configs else not failed
+    holdout.correct = False if failed else None if not configs or unknown else True
     holdout.failed_configs = failed
-    if timing and configs and not failed and timed:
-        from kernellab.evaluate.stages.performance import time_configs
-
-        if len(timed) < len(ctx.session.resolved.dtypes):
-            note = f"holdout configs timed in {', '.join(timed)} only (checked in every dtype)"
-            if note not in ctx.verdict.notes:
-                ctx.verdict.notes.append(note)
-        before = len(ctx.timing_failures)
-        holdout.timings = time_configs(ctx, configs, holdout=True, dtypes=timed)
-        holdout.speedup = _geomeans(holdout.timings)
-        wrong = ctx.timing_failures[before:]
-        if wrong:  # wrong outputs on the holdout timing inputs: the holdout is not correct
-            holdout.correct = False
-            holdout.failed_configs += [f"{c.config} {c.dtype}" for c in wrong]
-            result.passed = False
+    if timing and configs and holdout.correct and timed:
+        _time_holdout(ctx, configs, timed, result)
     return result
+
+
+def _crash(ctx, exc: CandidateError | ChildFailure, config: str, dtype: str) -> ConfigCheck | None:
+    """The failed check a raise, a crash or a hang on one config is; None for an interpreter gap the
+    harness recognised (``pipeline.looks_like_interpreter_gap``)."""
+    from kernellab.evaluate.pipeline import looks_like_interpreter_gap
+
+    if isinstance(exc, CandidateError):
+        if exc.exc_type == "HarnessError":
+            raise exc  # the harness's own defect, not the candidate's: a harness error
+        if ctx.session.resolved.interpret and looks_like_interpreter_gap(exc):
+            return None
+        note = f"raised {exc}"
+    else:
+        if exc.exitcode == 0:
+            ctx.violate(ViolationKind.PROCESS_ESCAPE, f"holdout {config}: the candidate ended its own process")
+        note = str(exc)
+    return ConfigCheck(config=config, dtype=dtype, max_abs_err=None, max_rel_err=None, tolerance=None,
+                       passed=False, note=note)
+
+
+def _time_holdout(ctx, configs: list[Config], timed: tuple[str, ...], result: StageResult) -> None:
+    """Time the holdout configs, one at a time; wrong outputs, a raise, a crash or a hang while timed
+    fail the holdout (the configs after a crash or hang are not timed)."""
+    from kernellab.evaluate.stages.performance import time_configs
+
+    holdout = ctx.verdict.holdout
+    if len(timed) < len(ctx.session.resolved.dtypes):
+        note = f"holdout configs timed in {', '.join(timed)} only (checked in every dtype)"
+        if note not in ctx.verdict.notes:
+            ctx.verdict.notes.append(note)
+    before = len(ctx.timing_failures)
+    for config in configs:
+        try:
+            holdout.timings += time_configs(ctx, [config], holdout=True, dtypes=timed)
+        except (CandidateError, ChildFailure) as exc:
+            crash = _crash(ctx, exc, config.label, "timed")
+            holdout.correct, result.passed = False, False
+            holdout.failed_configs.append(f"{config.label} (timed)")
+            result.error = result.error or f"{config.label} while timed: {crash.note if crash else exc}"
+            if isinstance(exc, ChildFailure):
+                break
+    holdout.speedup = _geomeans(holdout.timings)
+    wrong = ctx.timing_failures[before:]
+    if wrong:  # wrong outputs on the holdout timing inputs: the holdout is not correct
+        holdout.correct = False
+        holdout.failed_configs += [f"{c.config} {c.dtype}" for c in wrong]
+        result.passed = False
 
 
 def _geomeans(timings) -> dict[str, float | None]:

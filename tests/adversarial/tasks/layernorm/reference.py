@@ -1,24 +1,20 @@
-"""LayerNorm over the last dimension with learned scale and bias (biased variance, eps inside the sqrt)."""
+"""LayerNorm over the last dimension with a learned scale and shift."""
 
 import torch
 import torch.nn as nn
 
-M = 4096
-N = 4096
+M = 4096  # rows
+N = 4096  # normalised dimension
 eps = 1e-5
 
 
 class Model(nn.Module):
     def __init__(self, dim: int, eps: float):
         super().__init__()
-        self.eps = eps
-        self.weight = nn.Parameter(torch.ones(dim))
-        self.bias = nn.Parameter(torch.zeros(dim))
+        self.norm = nn.LayerNorm(dim, eps=eps)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        mean = x.mean(dim=-1, keepdim=True)
-        var = (x - mean).pow(2).mean(dim=-1, keepdim=True)
-        return (x - mean) * torch.rsqrt(var + self.eps) * self.weight + self.bias
+        return self.norm(x)
 
 
 def get_inputs():
