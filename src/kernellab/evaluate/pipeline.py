@@ -134,10 +134,10 @@ def _run_stages(ctx: EvalContext) -> None:
         try:
             result: StageResult | None = fn(ctx)
         except CandidateError as exc:
+            # Whatever its exception is called: the harness's own failures never arrive as one
+            # (a request the child could not read is a ChildFailure, below).
             result = StageResult(stage, False, error=str(exc))
-            if exc.exc_type == "HarnessError":
-                verdict.status = Status.HARNESS_ERROR
-            elif stage is Stage.HOLDOUT:  # the holdout's failure, never the verdict's status
+            if stage is Stage.HOLDOUT:  # the holdout's failure, never the verdict's status
                 _holdout_failed(verdict, result)
             elif ctx.session.resolved.interpret and looks_like_interpreter_gap(exc):
                 verdict.status = Status.UNSUPPORTED_IN_INTERPRETER
@@ -151,6 +151,8 @@ def _run_stages(ctx: EvalContext) -> None:
                 ctx.violate(ViolationKind(exc.violation), f"{stage.value}: {exc}")
             elif exc.exitcode == 0:
                 ctx.violate(ViolationKind.PROCESS_ESCAPE, f"{stage.value}: the candidate ended its own process")
+            elif exc.reason == "harness":  # the child could not read the harness's request
+                verdict.status = Status.HARNESS_ERROR
             if stage is Stage.HOLDOUT:
                 _holdout_failed(verdict, result)
             elif exc.reason == "timeout":

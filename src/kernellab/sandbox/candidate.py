@@ -123,7 +123,7 @@ class CandidateProcess:
             self.kill()
             if reply.get("exc_type") == "HarnessError" and reply.get("token") is None:
                 self.dead = f"the harness could not read the request: {reply.get('error')}"
-                raise ChildFailure("protocol", self.dead)
+                raise ChildFailure("harness", self.dead)
             self.dead = "the candidate process sent a message on the channel that is not the harness's answer"
             raise ChildFailure("protocol", self.dead, violation="process_escape")
         compile_s = reply.get("compile_s")

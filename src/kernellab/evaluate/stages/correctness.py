@@ -276,8 +276,6 @@ def _crash(ctx, exc: CandidateError | ChildFailure, config: str, dtype: str) -> 
     from kernellab.evaluate.pipeline import looks_like_interpreter_gap
 
     if isinstance(exc, CandidateError):
-        if exc.exc_type == "HarnessError":
-            raise exc  # the harness's own defect, not the candidate's: a harness error
         if ctx.session.resolved.interpret and looks_like_interpreter_gap(exc):
             return None
         note = f"raised {exc}"
