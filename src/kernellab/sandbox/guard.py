@@ -173,7 +173,7 @@ def arm() -> Guard:
     originals = concealment.gated_entry_points()
     for label, found in concealment.gate_sites(originals, skip=prepared_modules).items():
         sites.setdefault(label, []).extend(found)
-    gated = concealment.install_gates(refuse, originals, sites)
+    gated = concealment.install_gates(refuse, originals, sites, frozenset(hidden))
     type_dict = concealment._real_dict(type)
     probes = [("type.__subclasses__", type_dict.get, ("__subclasses__",), type_dict.get("__subclasses__"), True)]
     record = integrity.refresh(prepared, probes)
