@@ -51,11 +51,6 @@ class Case:
     float64_fallback: bool = False
     probed: bool = False  # lower-precision probes done (made when a check of the case first fails)
     variant: str | None = None  # a stability variant (adversarial inputs), never a timing input set
-
-    @property
-    def input_key(self) -> tuple:
-        """Which input values this case holds: cases with equal keys hold equal inputs."""
-        return (self.problem.config.label, self.dtype, self.seed, self.grad_outputs is not None, self.variant)
     expected_outputs: list[torch.Tensor] = field(default_factory=list)  # meta tensors: eager shapes/dtypes
 
     @property

@@ -130,11 +130,6 @@ class TimingSlots:
     def messages(self) -> list[dict[str, Any]]:
         return [slot.message() for slot in self.slots]
 
-    def nbytes(self) -> int:
-        first = self.slots[0]
-        tensors = [*first.inputs, *(first.grad_outputs or [])]
-        return sum(t.numel() * t.element_size() for t in tensors if isinstance(t, torch.Tensor))
-
     # ------------------------------------------------------------------------------------ checks
 
     def check(self, results: list[dict[str, Any]], where: str) -> list[CallOutcome]:

@@ -46,7 +46,6 @@ class CandidateError(RuntimeError):
     def __init__(self, reply: dict[str, Any]):
         super().__init__(reply.get("error") or "candidate raised")
         self.exc_type = reply.get("exc_type", "")
-        self.in_interpreter = bool(reply.get("in_interpreter"))
         self.traceback = reply.get("traceback", "")
         # The harness's name for a known interpreter gap (``interpreter_gap.GAPS``), found from the
         # traceback in the child; never read from the exception's text.

@@ -632,11 +632,10 @@ def main(fd: int, spec: dict[str, Any]) -> int:
         except BaseException as exc:  # noqa: BLE001 - candidate code may raise anything
             check()  # formatting the traceback runs library code: verified first
             traceback.print_exc()
-            in_interp = bool(harness.launches and harness.launches.depth)
             if harness.launches:
                 harness.launches.depth = 0
             reply = {"ok": False, "error": _describe(exc), "exc_type": type(exc).__name__,
-                     "in_interpreter": in_interp, "traceback": traceback.format_exc()[-4000:],
+                     "traceback": traceback.format_exc()[-4000:],
                      "interpreter_gap": interpreter_gap.classify(exc) if harness.interpret else None}
         check()  # what the answer is built and sent with was not rebound
         reply["token"] = token

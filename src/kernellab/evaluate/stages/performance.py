@@ -108,9 +108,16 @@ def timing(ctx) -> StageResult:
     before = len(ctx.verdict.violations)
     ctx.verdict.timings = time_configs(ctx, configs)
     ctx.verdict.speedup = geomean_speedups(ctx.verdict.timings)
-    found = ctx.verdict.violations[before:]  # whatever a timed call broke fails this stage
-    return StageResult(Stage.TIMING, not found and not ctx.timing_failures, configs=list(ctx.timing_failures),
-                       error=f"{found[0].kind.value}: {found[0].detail}" if found else None)
+    return _stage_result(ctx, before)
+
+
+def _stage_result(ctx, before: int, skipped: str | None = None) -> StageResult:
+    """Whatever a timed call broke (violations since ``before``, wrong timed calls) fails this stage."""
+    found = ctx.verdict.violations[before:]
+    if found or ctx.timing_failures:
+        return StageResult(Stage.TIMING, False, configs=list(ctx.timing_failures),
+                           error=f"{found[0].kind.value}: {found[0].detail}" if found else None)
+    return StageResult(Stage.TIMING, True, skipped=skipped)
 
 
 # Without a GPU: rounds per row and slots per round of the timed-call protocol's dry run.
@@ -137,12 +144,8 @@ def _timed_protocol_without_gpu(ctx) -> StageResult:
                 if not TimedRounds(ctx, slots, label, plan_for(ctx)).dry_run(CPU_ROUNDS):
                     break
                 calls += CPU_ROUNDS * CPU_SLOTS
-    found = ctx.verdict.violations[before:]
-    if found or ctx.timing_failures:
-        return StageResult(Stage.TIMING, False, configs=list(ctx.timing_failures),
-                           error=f"{found[0].kind.value}: {found[0].detail}" if found else None)
-    return StageResult(Stage.TIMING, True, skipped=f"no GPU: timings are null under the interpreter; "
-                                                    f"{calls} timed-protocol calls on fresh values were checked")
+    return _stage_result(ctx, before, skipped=f"no GPU: timings are null under the interpreter; "
+                                              f"{calls} timed-protocol calls on fresh values were checked")
 
 
 # Every config × dtype a timing measures was called in this child by the checks just before (its
