@@ -18,7 +18,13 @@ nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv > "
 for step in $steps; do
   start=$(date +%s)
   case "$step" in
-    corpus) timeout 580 python -m pytest -q -p no:cacheprovider -rf tests/adversarial/test_corpus.py ;;
+    corpus) shards="${CORPUS_SHARDS:-3}"  # processes sharing the GPU, each timing alone (gpu_sharing)
+            for i in $(seq 0 $((shards - 1))); do
+              KERNELLAB_CORPUS_SHARD="$i/$shards" timeout 560 python -m pytest -q -p no:cacheprovider -rf \
+                tests/adversarial/test_corpus.py > "$RES/corpus_shard$i.log" 2>&1 &
+            done
+            fails=0; for job in $(jobs -p); do wait "$job" || fails=$((fails + 1)); done
+            tail -n 3 "$RES"/corpus_shard*.log; [ "$fails" = 0 ] ;;
     timing) timeout 240 python benchmarks/timing_vs_do_bench.py --out "$RES/timing_vs_do_bench.json" ;;
     timing100) timeout 240 python benchmarks/timing_vs_do_bench.py --flush-mib 100 --out "$RES/timing_vs_do_bench_flush100.json" ;;
     faults) timeout 120 python benchmarks/fault_isolation.py --out "$RES/fault_isolation.json" ;;

@@ -4,6 +4,7 @@ unusual kernels accepted. One warm session per fixture task, as a benchmark camp
 
 from __future__ import annotations
 
+import os
 import tomllib
 from pathlib import Path
 
@@ -18,6 +19,28 @@ HERE = Path(__file__).parent
 MANIFEST = tomllib.loads((HERE / "manifest.toml").read_text())
 CASES = [c for c in MANIFEST["case"] if c.get("kind", "candidate") == "candidate"]
 GPU = torch.cuda.is_available()
+# "i/n": this process takes every n-th fixture task from the i-th, beside the other shards on one GPU
+# (each task's cases stay in one process, so each task has one warm session).
+SHARD = os.environ.get("KERNELLAB_CORPUS_SHARD")
+if SHARD:
+    _index, _count = (int(part) for part in SHARD.split("/"))
+    _tasks = sorted({c["task"] for c in CASES})
+    CASES = [c for c in CASES if _tasks.index(c["task"]) % _count == _index]
+
+
+@pytest.fixture(scope="module")
+def gpu_lock():
+    """Shards share the GPU as a campaign's workers do: checks overlap, every timing has it alone."""
+    if not (SHARD and GPU):
+        yield None
+        return
+    from kernellab.evaluate.gpu_sharing import set_guards
+    from kernellab.run.scheduler import GpuLock
+
+    lock = GpuLock(torch.cuda.current_device())
+    set_guards(lock.exclusive, lock.alone)
+    yield lock
+    set_guards(None)
 
 
 @pytest.fixture(scope="module")
@@ -47,11 +70,18 @@ def _marks(case: dict) -> list:
 
 
 @pytest.mark.parametrize("case", [pytest.param(c, id=c["candidate"], marks=_marks(c)) for c in CASES])
-def test_case(case, sessions):
+def test_case(case, sessions, gpu_lock):
     on_cpu_instead = not GPU and "cpu_status" in case
     if case.get("gpu_only") and not GPU and not on_cpu_instead:
         pytest.skip("needs a GPU to show")
-    verdict = sessions(case["task"]).evaluate(HERE / "candidates" / case["candidate"])
+    session = sessions(case["task"])
+    if gpu_lock is not None:
+        gpu_lock.begin("shared")
+    try:
+        verdict = session.evaluate(HERE / "candidates" / case["candidate"])
+    finally:
+        if gpu_lock is not None:
+            gpu_lock.end()
     kinds = verdict.violation_kinds()
     summary = f"status={verdict.status.value} correct={verdict.correct} stage={verdict.failed_stage} " \
               f"violations={sorted(kinds)} error={verdict.error}"
