@@ -123,9 +123,9 @@ def test_own_kernels_with_allocation_copies_and_casts_pass_strict():
                rec(OWN_SUMSQ, 10), rec(COPY, 5), rec(CAT, 2)]
     judgement = judge_trace(records, TRITON_OWN, STRICT, LAUNCH)
     assert judgement.violations == []
-    assert judgement.own_share == pytest.approx(0.9)
-    assert judgement.own_kernels == pytest.approx({OWN_RMS: 0.8, OWN_SUMSQ: 0.1})
-    assert judgement.library_kernels[COPY] == pytest.approx(0.05)
+    assert judgement.own_share == pytest.approx(90 / 98)  # the fill weighs nothing
+    assert judgement.own_kernels == pytest.approx({OWN_RMS: 80 / 98, OWN_SUMSQ: 10 / 98})
+    assert judgement.library_kernels[COPY] == pytest.approx(5 / 98)
     assert list(judgement.library_kernels)[0] == COPY  # largest share first
 
 
@@ -147,7 +147,7 @@ def test_reading_sizes_back_to_the_host_is_allowed():
 def test_cuda_kernels_are_attributed_through_demangled_names():
     records = [rec(f"void add_kernel{OWN_SUFFIX}<float>(float const*, float const*, float*, int)", 40), rec(FILL, 1)]
     judgement = judge_trace(records, CUDA_OWN, STRICT, LAUNCH)
-    assert judgement.violations == [] and judgement.own_share == pytest.approx(40 / 41)
+    assert judgement.violations == [] and judgement.own_share == pytest.approx(1.0)  # the fill weighs nothing
 
 
 def test_no_own_kernel_ran():
@@ -237,6 +237,20 @@ def test_a_cast_before_an_own_kernel_passes_strict():
     """A full-size bf16 -> fp32 cast moves about as many bytes as the kernel after it: about half the time."""
     records = [rec(CAST, 60.0), rec(OWN_RMS, 55.0), rec(FILL, 1.5)]
     assert judge_trace(records, TRITON_OWN, STRICT, LAUNCH).violations == []
+
+
+def test_autotune_benchmark_flushes_weigh_nothing():
+    """``@triton.autotune`` benchmarks each config after do_bench's 256 MiB L2-flush fill: on a small
+    config the fills are ~100x the own kernels' time, and a fill cannot carry a task's work. Copies
+    still weigh: the same trace with the fills as copies breaks strict and kernelbench."""
+    int_fill = FILL.replace("FillFunctor<float>", "FillFunctor<int>")
+    records = [r for _ in range(6) for r in (rec(int_fill, 110.0), rec(OWN_RMS, 3.5))]
+    for policy in (STRICT, KB):
+        judgement = judge_trace(records, TRITON_OWN, policy, LAUNCH, calls=1)
+        assert judgement.violations == [] and judgement.own_share == pytest.approx(1.0)
+    as_copies = [rec(COPY, r.duration_us) if r.name == int_fill else r for r in records]
+    assert kinds(judge_trace(as_copies, TRITON_OWN, STRICT, LAUNCH)) == [K.POLICY]
+    assert kinds(judge_trace(as_copies, TRITON_OWN, KB, LAUNCH)) == [K.POLICY]
 
 
 def test_the_strict_share_threshold():

@@ -71,6 +71,16 @@ _INDUCTOR = re.compile(r"^triton_(?:poi|red|per|tem|for|spl|coo)_")
 _DATA_MOVEMENT = ("copy_kernel_cuda", "direct_copy_kernel", "CatArrayBatchedCopy", "FillFunctor", "fill_kernel",
                   "arange_cuda_out")
 _TO_HOST = ("memcpy dtoh", "[cuda memcpy dtoh")
+# Fills write one value: they cannot carry a task's work, so they weigh nothing in the share rules
+# (they still name their stream, and a fill is still not an own kernel). Without this, Triton's own
+# autotuner fails a legitimate candidate: each config it benchmarks is preceded by do_bench's 256 MiB
+# L2-flush fill, ~100x the time of a small config's kernel.
+_FILLS = ("FillFunctor", "fill_kernel")
+
+
+def _weighs(record: KernelRecord) -> bool:
+    """Whether a record counts in the share rules: every kernel but a fill."""
+    return not any(marker in record.name for marker in _FILLS)
 
 
 class Origin(str, enum.Enum):
@@ -172,11 +182,11 @@ def judge_trace(kernels: list[KernelRecord], own: OwnIdentity, policy: Policy, l
 
     ``host_limit``: bytes of device-to-host copies beyond which a strict task is computing on the
     host (``host_read_limit``); None leaves transfers unjudged."""
-    total = sum(max(k.duration_us, 0.0) for k in kernels)
+    total = sum(max(k.duration_us, 0.0) for k in kernels if _weighs(k))
     origins = [kernel_origin(k.name, own) for k in kernels]
     by_origin: dict[Origin, Counter[str]] = {o: Counter() for o in Origin}
     for record, origin in zip(kernels, origins):
-        by_origin[origin][record.name] += max(record.duration_us, 0.0)
+        by_origin[origin][record.name] += max(record.duration_us, 0.0) if _weighs(record) else 0.0
     share = (lambda us: us / total) if total > 0 else (lambda us: 0.0)
     own_kernels = {n: share(us) for n, us in by_origin[Origin.OWN].items()}
     others = {n: share(us) for o in Origin if o is not Origin.OWN for n, us in by_origin[o].items()}
@@ -235,7 +245,7 @@ def _strict_share(kernels: list[KernelRecord], origins: list[Origin], calls: int
     own_us = sum(_effective_us(r) for r, o in zip(kernels, origins) if o is Origin.OWN)
     moved = Counter()
     for r, o in zip(kernels, origins):
-        if o in moving:
+        if o in moving and _weighs(r):
             moved[r.name] += _effective_us(r)
     moved_us = sum(moved.values())
     judged = own_us + moved_us
