@@ -20,7 +20,7 @@ for step in $steps; do
   case "$step" in
     corpus) shards="${CORPUS_SHARDS:-3}"  # processes sharing the GPU, each timing alone (gpu_sharing)
             for i in $(seq 0 $((shards - 1))); do
-              KERNELLAB_CORPUS_SHARD="$i/$shards" timeout 560 python -m pytest -q -p no:cacheprovider -rf \
+              KERNELLAB_CORPUS_SHARD="$i/$shards" timeout 540 python -m pytest -q -s -p no:cacheprovider -rfE \
                 tests/adversarial/test_corpus.py > "$RES/corpus_shard$i.log" 2>&1 &
             done
             fails=0; for job in $(jobs -p); do wait "$job" || fails=$((fails + 1)); done
