@@ -13,10 +13,11 @@ import torch
 from kernellab.evaluate.options import EvalOptions
 from kernellab.evaluate.reference import build_case
 from kernellab.evaluate.session import EvalSession, _variant_transform
+from kernellab.evaluate.tolerance import normalised_error, tolerance_for
 from kernellab.evaluate.stages.correctness import STABILITY_KINDS, _eager_meaningful
 from kernellab.tasks.load import load_task
 from kernellab.tasks.materialize import SHIFT, SHIFTED_KINDS, device_generator, load_problem, perturb_for_domain
-from kernellab.tasks.model import InputDomain, Visibility
+from kernellab.tasks.model import Config, InputDomain, Visibility
 
 ADVERSARIAL = Path(__file__).parents[1] / "adversarial"
 KINDS = STABILITY_KINDS + SHIFTED_KINDS
@@ -93,3 +94,45 @@ def test_the_stage_runs_each_shifted_kind_on_each_input(tmp_path):
     stability = next(s for s in verdict.stages if s.name.value == "stability")
     labels = {c.config.split(" [")[1].rstrip("]") for c in stability.configs}
     assert {"shifted_up:a", "shifted_up:b", "shifted_down:a", "shifted_down:b", "positive_rows"} <= labels
+
+
+def _layernorm_two_pass(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor, eps: float,
+                        block: int = 256) -> torch.Tensor:
+    """The textbook float32 kernel: a mean by a sequential sum, then the variance around it; on a
+    constant row the mean is a few ulps off, which 1/sqrt(eps) amplifies."""
+    n = x.shape[-1]
+    lanes = torch.zeros(x.shape[:-1] + (block,), dtype=torch.float32)
+    for chunk in x.split(block, dim=-1):  # a kernel's loop over column blocks, one accumulator per lane
+        lanes = lanes + chunk
+    mean = lanes.sum(-1) / n  # then a tree sum across the lanes
+    centred = x - mean[..., None]
+    var = (centred * centred).sum(-1) / n
+    return centred * torch.rsqrt(var + eps)[..., None] * weight + bias
+
+
+def _stability_case(variant: str):
+    task = load_task(ADVERSARIAL / "tasks" / "layernorm")
+    problem = load_problem(task, Config.of({"M": 64, "N": 4096}, Visibility.SMALL))
+    case = build_case(problem, "float32", 7, "cpu", transform=_variant_transform(variant, 7), precision_probe=False)
+    return case, case.pristine[0], case.state["norm.weight"], case.state["norm.bias"]
+
+
+def test_ill_conditioned_stability_inputs_allow_a_backward_stable_kernel():
+    """Stability tolerances include the float64 reference's own movement under one rounding of every
+    input: a two-pass LayerNorm on constant rows (exact output: the bias, while 1/sqrt(eps) amplifies
+    the mean's last bits) is within it at any column block."""
+    case, x, weight, bias = _stability_case("constant_rows")
+    assert bool((x == x[..., :1]).all())
+    for block in (64, 256, 1024):
+        sound = _layernorm_two_pass(x, weight, bias, 1e-5, block)
+        assert normalised_error(sound, case.ref_outputs[0])[1] <= case.tolerances[0], block
+    assert case.tolerances[0] > 4 * tolerance_for(torch.float32, 0.0, 8, adversarial=True)  # widened here
+
+
+def test_well_conditioned_stability_inputs_are_not_widened():
+    """Where the exact function is well conditioned the reference barely moves, the tolerance stays at
+    its adversarial floor, and a bfloat16 computation is still far above it."""
+    case, x, weight, bias = _stability_case("mixed")
+    assert case.tolerances[0] < 2 * tolerance_for(torch.float32, 0.0, 8, adversarial=True)
+    downcast = _layernorm_two_pass(x.bfloat16().float(), weight.bfloat16().float(), bias.bfloat16().float(), 1e-5)
+    assert normalised_error(downcast, case.ref_outputs[0])[1] > 3 * case.tolerances[0]
