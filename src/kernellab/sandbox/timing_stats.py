@@ -140,6 +140,10 @@ class EventTimes:
     hook_s: float = 0.0
     hook_idle_us: float = 0.0  # host µs of one ``after`` hook on an idle device (it synchronises)
     batch: int = 0  # samples per batch (one synchronisation each); 0: not recorded
+    # The median over rounds of each round's ``wall_per_call_us`` (nan: not recorded). A host that
+    # deschedules the child (other evaluations on its cores) stretches some rounds; work outside the
+    # events that moves the median call time must be in at least half of them.
+    median_round_wall_per_call_us: float = math.nan
 
     @property
     def calls(self) -> int:
