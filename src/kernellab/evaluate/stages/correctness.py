@@ -253,6 +253,8 @@ def holdout(ctx) -> StageResult | None:
                 gone = str(exc) if isinstance(exc, ChildFailure) else None
                 continue
             result.configs.append(outcome.check)
+            for v in outcome.violations:  # evidence (policy, streams, inputs) counts on unseen shapes too
+                ctx.violate(v.kind, v.detail)
             if not outcome.passed:
                 failed.append(where)
             del outcome  # its outputs must not outlive the next case's build (as in _over)
