@@ -114,7 +114,7 @@ def main() -> None:
     # benchmark is about what the sandbox does when they do run.
     # Short timing and no compile baseline: what is measured here is isolation, not speed.
     options = EvalOptions(request_timeout_s=args.timeout, configs="all", policy=Policy.OFF, timing_budget_s=0.1,
-                          compile_baseline=False, time_holdout=False)
+                          compile_baseline=False, time_holdout=False, sanitize=False)
     rows = []
     started = time.perf_counter()
     with EvalSession(load_task(task_dir), options) as session:
