@@ -26,6 +26,8 @@ SERVED = {
         "gated_mlp/geglu_tanh_concat", "gated_mlp/glu_sigmoid", "gated_mlp/reglu_concat", "gated_mlp/swiglu_backward",
         "gated_mlp/swiglu_clamped_interleaved", "gated_mlp/swiglu_concat",
     },
+    "rope": {"positional/rope_gptj", "positional/rope_hf_position_ids", "positional/rope_hf_qk", "positional/rope_neox",
+             "positional/rope_position_ids", "positional/rope_qk"},
 }
 GATED_ELEMENTWISE = {"gated_mlp/geglu_erf_two_inputs", "gated_mlp/geglu_tanh_two_inputs", "gated_mlp/swiglu_two_inputs"}
 CASES = sorted((task, name) for name, tasks in SERVED.items() for task in tasks)

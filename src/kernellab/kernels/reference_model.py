@@ -463,6 +463,10 @@ def subscript(reader: _Reader, node: ast.Subscript) -> Node:
         step = reader.expr(elts[1].step)
         if start.op == "const" and step.op == "const" and isinstance(step.value, int) and 0 <= start.value < step.value:
             return Node("cols", (base,), value=("every", start.value, step.value))
+    if len(elts) == 2 and is_ellipsis(elts[0]) and isinstance(elts[1], ast.Slice) and elts[1].step is None:
+        half = _half_of(node.value, elts[1])  # x[..., : x.shape[-1] // 2], x[..., x.shape[-1] // 2 :]
+        if half is not None:
+            return Node("cols", (base,), value=("chunk", half, 2))
     if all(is_full(e) or is_none(e) or is_ellipsis(e) for e in elts) and sum(map(is_ellipsis, elts)) <= 1 \
             and any(map(is_none, elts)):
         split = next((i for i, e in enumerate(elts) if is_ellipsis(e)), len(elts))
@@ -480,6 +484,19 @@ def subscript(reader: _Reader, node: ast.Subscript) -> Node:
         if idx.op == "input":
             return Node("gather", (base, idx))
     raise Unsupported(f"line {node.lineno}: indexing {ast.unparse(node)}")
+
+
+def _half_of(tensor: ast.AST, piece: ast.Slice) -> int | None:
+    """0 or 1 when ``piece`` is the first or second half of ``tensor``'s last dimension."""
+    def is_half(e: ast.AST | None) -> bool:
+        return isinstance(e, ast.BinOp) and isinstance(e.op, ast.FloorDiv) and isinstance(e.right, ast.Constant) \
+            and e.right.value == 2 and ast.unparse(e.left) in (f"{ast.unparse(tensor)}.shape[-1]",
+                                                                f"{ast.unparse(tensor)}.size(-1)")
+    if piece.lower is None and is_half(piece.upper):
+        return 0
+    if piece.upper is None and is_half(piece.lower):
+        return 1
+    return None
 
 
 def layout_call(reader: _Reader, node: ast.Call) -> Node | None:
