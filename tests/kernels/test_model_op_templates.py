@@ -31,6 +31,8 @@ SERVED = {
     "attention": {"attention/attention_written_out", "attention/cross_attention", "attention/decode_kv_cache",
                   "attention/gqa_causal", "attention/mqa_causal", "attention/sdpa_causal", "attention/sdpa_noncausal"},
 }
+# Matmuls with backward (the forward-only ones are in test_kernel_templates.py).
+MATMUL_BACKWARD = ["matmul/matmul_square", "matmul_epilogue/linear_bias", "matmul_epilogue/linear_bias_gelu"]
 GATED_ELEMENTWISE = {"gated_mlp/geglu_erf_two_inputs", "gated_mlp/geglu_tanh_two_inputs", "gated_mlp/swiglu_two_inputs"}
 CASES = sorted((task, name) for name, tasks in SERVED.items() for task in tasks)
 
@@ -78,3 +80,27 @@ def test_every_instantiation_passes_the_correctness_stages_in_the_interpreter(ta
     source = render(task_id, template)
     ast.parse(source)
     passes(task_id, source, tmp_path)
+
+
+@pytest.mark.parametrize("task_id", MATMUL_BACKWARD)
+def test_matmul_backward_passes_the_correctness_stages(task_id, tmp_path):
+    assert load_task(task_id).backward
+    passes(task_id, render(task_id, "matmul"), tmp_path)
+
+
+# The persistent TMA-descriptor kernel (USE_TMA=2 runs it under the interpreter too) and split-K, with
+# small tiles so that the small configs span several tiles and K steps.
+SMALL_TILES = {"BLOCK_M": 16, "BLOCK_N": 16, "BLOCK_K": 16, "BLOCK_M_F32": 16, "BLOCK_N_F32": 16, "BLOCK_K_F32": 16}
+
+
+@pytest.mark.parametrize("task_id", ["matmul/matmul_nt", "matmul/matmul_tn", "matmul_epilogue/linear_bias_silu",
+                                     "matmul_epilogue/linear_bias_gelu"])
+def test_the_persistent_tma_kernel_passes_too(task_id, tmp_path):
+    source = render(task_id, "matmul", {**SMALL_TILES, "USE_TMA": 2, "SPLIT_K_BELOW": 0})
+    assert "TensorDescriptor.from_tensor" in source
+    passes(task_id, source, tmp_path)
+
+
+def test_split_k_backward_passes_too(tmp_path):
+    passes("matmul/matmul_square", render("matmul/matmul_square", "matmul",
+                                          {**SMALL_TILES, "SPLIT_K_BELOW": 1024, "MAX_SPLIT_K": 4}), tmp_path)
