@@ -15,6 +15,7 @@ from kernellab.evaluate.session import EvalSession
 from kernellab.evaluate.verdict import Stage
 from kernellab.kernels import Template, match_templates, register_template, templates
 from kernellab.tasks.load import SUITE_ROOT, load_task
+from test_model_op_templates import SERVED as MODEL_OPS
 
 CORRECTNESS = with_stages(EvalOptions(request_timeout_s=300), Stage.SMOKE, Stage.SHAPE_SWEEP, Stage.STABILITY,
                           Stage.DETERMINISM, Stage.EDGE, Stage.BACKWARD)
@@ -27,7 +28,8 @@ EXPECTED = {
         "elementwise/leaky_relu", "elementwise/log1p", "elementwise/mish", "elementwise/quick_gelu",
         "elementwise/relu", "elementwise/rsqrt", "elementwise/scale_bias_silu", "elementwise/sigmoid",
         "elementwise/silu", "elementwise/softplus", "elementwise/squared_relu", "elementwise/tanh",
-        "fusion/bias_gelu_residual",
+        "fusion/bias_gelu_residual", "gated_mlp/geglu_erf_two_inputs", "gated_mlp/geglu_tanh_two_inputs",
+        "gated_mlp/swiglu_two_inputs",
     },
     "softmax": {
         "fusion/softcap_softmax", "reductions/logsumexp_rows", "softmax/log_softmax", "softmax/softmax",
@@ -43,7 +45,9 @@ EXPECTED = {
         "matmul_epilogue/linear_bias_relu", "matmul_epilogue/linear_bias_relu_squared",
         "matmul_epilogue/linear_bias_silu", "matmul_epilogue/linear_layerscale_residual",
         "matmul_epilogue/linear_residual", "matmul_epilogue/lm_head_softcap",
+        "matmul/matmul_square", "matmul_epilogue/linear_bias", "matmul_epilogue/linear_bias_gelu",  # with backward
     },
+    **MODEL_OPS,  # gated, rope, attention: tests/kernels/test_model_op_templates.py
 }
 MATCHED = sorted((task, name) for name, tasks in EXPECTED.items() for task in tasks)
 
@@ -122,8 +126,8 @@ def test_each_template_matches_exactly_the_expected_suite_tasks():
 
 
 def test_tasks_outside_a_template_are_not_matched():
-    # backward matmuls, broadcast operands, argmax, causal masks: no template claims them
-    for task_id in ("matmul/matmul_square", "elementwise/adaln_modulate", "reductions/argmax_rows",
+    # batched matmuls, broadcast operands, argmax, causal masks: no template claims them
+    for task_id in ("matmul/bmm", "elementwise/adaln_modulate", "reductions/argmax_rows",
                     "softmax/causal_softmax", "softmax/softmax_rel_pos_bias", "conv_pool/avg_pool2d"):
         assert match_templates(load_task(task_id)) == [], task_id
 
