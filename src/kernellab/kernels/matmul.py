@@ -77,6 +77,8 @@ def _operand(node: Node) -> tuple[str, bool] | None:
         return node.name, False
     if node.op == "t" and node.args[0].op == "input":
         return node.args[0].name, True
+    if node.op == "transpose" and node.args[0].op == "input" and sorted(node.value) == [-2, -1]:
+        return node.args[0].name, True
     return None
 
 
@@ -108,11 +110,21 @@ class MatmulTemplate(Template):
             if x.op != "input" or weight is None or weight.op != "param":
                 return None
             a, b = (x.name, False), (weight.name, True)
+            layout = "2d"
             epilogue_acc = ACC if bias is None or bias.op == "const" else Node("add", (ACC, bias))
             operands = {x.name}
         else:
             a, b = _operand(product.args[0]), _operand(product.args[1])
-            if a is None or b is None or any(model.input_ranks.get(n) != 2 for n in {a[0], b[0]}):
+            if a is None or b is None:
+                return None
+            ranks = model.input_ranks.get(a[0]), model.input_ranks.get(b[0])
+            if ranks == (2, 2):
+                layout = "2d"
+            elif ranks[0] is not None and ranks[0] > 2 and ranks[1] == 2 and not a[1]:
+                layout = "rows"  # leading dimensions of A flattened into rows (a shared weight)
+            elif ranks[0] is not None and ranks[0] > 2 and ranks[0] == ranks[1]:
+                layout = "batched"  # one product per leading index (bmm, per-head scores)
+            else:
                 return None
             epilogue_acc = ACC
             operands = {a[0], b[0]}
@@ -132,7 +144,10 @@ class MatmulTemplate(Template):
         spec = {"a": a, "b": b, "linear": product.op == "linear", "epilogue": epilogue,
                 "inputs": list(dict.fromkeys(others)), "params": list(dict.fromkeys(params)),
                 "scalars": list(dict.fromkeys(scalars)), "flops": flops_per_element(epilogue),
-                "tf32": task.fp32_precision == "tf32", "z": epilogue_acc, "backward": task.backward}
+                "tf32": task.fp32_precision == "tf32", "z": epilogue_acc, "backward": task.backward,
+                "layout": layout}
+        if layout == "batched" and (spec["inputs"] or spec["params"] or (task.backward and epilogue != ACC)):
+            return None  # batched products take no per-element epilogue tensors
         if task.backward and not _differentiable(spec, task):
             return None
         spec["save_z"] = task.backward and epilogue != epilogue_acc
@@ -170,6 +185,25 @@ class MatmulTemplate(Template):
         return assemble(doc, match, params, helper_source(helpers) + kernels, host, body)
 
 
+def _product_call(spec: dict, fn: str, extra: str) -> str:
+    """The forward's product by layout: 2-D operands, rows of a many-dimensional A against a shared B, or a
+    batch of products (leading dimensions flattened into one, then restored)."""
+    (a, ta), (b, tb) = spec["a"], spec["b"]
+    left = f"{a}.transpose(-2, -1)" if ta else a
+    right = f"{b}.transpose(-2, -1)" if tb else b
+    if spec["layout"] == "rows":
+        return (f"rows = {a}.reshape(-1, {a}.shape[-1])\n"
+                f"out = {fn}(rows, {right}{extra})\n"
+                f"return out.view(*{a}.shape[:-1], out.shape[-1])")
+    if spec["layout"] == "batched":
+        return (f"left, right = {left}, {right}\n"
+                f"if left.shape[:-2] != right.shape[:-2]:\n"
+                f"    raise ValueError(f\"batched product of {{tuple(left.shape)}} and {{tuple(right.shape)}}\")\n"
+                f"out = {fn}(left.reshape(-1, *left.shape[-2:]), right.reshape(-1, *right.shape[-2:]){extra})\n"
+                f"return out.view(*left.shape[:-1], out.shape[-1])")
+    return f"return {fn}({left}, {right}{extra})"
+
+
 Z = Node("input", name="@z")  # the activation's input (the product, plus the bias) in the backward
 
 
@@ -194,7 +228,8 @@ def _differentiable(spec: dict, task: Task) -> bool:
 
 def _renamed(text: str) -> str:
     """The plain product's kernels and host function under their own names (``_mm``)."""
-    for old, new in (("_matmul_tma_kernel", "_mm_tma_kernel"), ("_matmul_kernel", "_mm_kernel"),
+    for old, new in (("_matmul_batched", "_mm_batched"), ("_matmul_tma_kernel", "_mm_tma_kernel"),
+                     ("_matmul_kernel", "_mm_kernel"),
                      ("_split_k_sum_kernel", "_mm_split_k_sum_kernel"), ("def _matmul(", "def _mm(")):
         text = text.replace(old, new)
     return text
@@ -255,13 +290,15 @@ def _dz(dy, z{scalars}):
             ones = torch.ones((1, dz.shape[0]), dtype=dz.dtype, device=dz.device)
             dbias = _mm(ones, dz).view(-1)''' if self.bias else "")
         nones = ", None" * len(self.scalars)
+        batched = self.spec["layout"] == "batched"
+        fn, mm = ("_matmul_batched", "_mm_batched") if batched else ("_matmul", "_mm")
         return text + f'''
 
 class _MatmulFn(torch.autograd.Function):
     @staticmethod
     def forward(ctx, a, b{bias}{scalars}):
         z = None
-{z_alloc}        y = _matmul(a, b{bias}{scalars}{", z=z" if self.act else ""})
+{z_alloc}        y = {fn}(a, b{bias}{scalars}{", z=z" if self.act else ""})
         ctx.save_for_backward(a, b, z)
         ctx.scalars = ({"".join(s + ", " for s in self.scalars)})
         return y
@@ -270,8 +307,8 @@ class _MatmulFn(torch.autograd.Function):
     def backward(ctx, dy):
         a, b, z = ctx.saved_tensors
         dz = {"_dz(dy, z, *ctx.scalars)" if self.act else "dy.contiguous()"}
-        da = _mm(dz, b.t()) if ctx.needs_input_grad[0] else None
-        db = _mm(a.t(), dz) if ctx.needs_input_grad[1] else None{dbias}
+        da = {mm}(dz, b.transpose(-2, -1)) if ctx.needs_input_grad[0] else None
+        db = {mm}(a.transpose(-2, -1), dz) if ctx.needs_input_grad[1] else None{dbias}
         return da, db{", dbias" if self.bias else ""}{nones}
 '''
 
@@ -283,9 +320,7 @@ class _MatmulFn(torch.autograd.Function):
             return (f"rows = {a}.reshape(-1, {a}.shape[-1])\n"
                     f"out = _MatmulFn.apply(rows, self.{b}.t(){bias}{sargs})\n"
                     f"return out.view(*{a}.shape[:-1], out.shape[-1])")
-        left = f"{a}.t()" if ta else a
-        right = f"{b}.t()" if tb else b
-        return f"return _MatmulFn.apply({left}, {right}{sargs})"
+        return _product_call(self.spec, "_MatmulFn.apply", sargs)
 
 
 class _Render:
@@ -339,12 +374,17 @@ class _Render:
         return f'''
 @triton.jit
 def _matmul_kernel(a_ptr, b_ptr, c_ptr, part_ptr{self.epi_ptrs()}, M, N, K, stride_am, stride_ak, stride_bk,
-                   stride_bn, k_per_split{self.epi_scalars()}, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+                   stride_bn, k_per_split, stride_ab, stride_bb{self.epi_scalars()}, BLOCK_M: tl.constexpr,
+                   BLOCK_N: tl.constexpr,
                    BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr, SPLIT: tl.constexpr, PRECISION: tl.constexpr{self.save_sig()}):
     # one BLOCK_M x BLOCK_N output tile over K (or over one K split): 2 * BLOCK_M * BLOCK_N * K FLOPs,
     # reads BLOCK_M * K of A and K * BLOCK_N of B; tiles go in GROUP_M-row groups for L2 reuse
     pid = tl.program_id(0)
     split = tl.program_id(1)
+    batch = tl.program_id(2).to(tl.int64)  # batched products: one grid layer per leading index
+    a_ptr += batch * stride_ab
+    b_ptr += batch * stride_bb
+    c_ptr += batch * M * N
     num_pid_m = tl.cdiv(M, BLOCK_M)
     num_pid_n = tl.cdiv(N, BLOCK_N)
     width = GROUP_M * num_pid_n
@@ -514,13 +554,31 @@ def _matmul(a, b{epi}{sargs}{zparam}):
     k_per_split = triton.cdiv(triton.cdiv(max(K, 1), splits), bk) * bk
     splits = triton.cdiv(max(K, 1), k_per_split)
     part = torch.empty((splits, M, N) if splits > 1 else (1,), dtype=torch.float32, device=a.device)
-    _matmul_kernel[(tiles, splits)](a, b, c, part{epi}{zarg}, M, N, K, a.stride(0), a.stride(1), b.stride(0),
-                                    b.stride(1), k_per_split{sargs}, BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk,
+    _matmul_kernel[(tiles, splits, 1)](a, b, c, part{epi}{zarg}, M, N, K, a.stride(0), a.stride(1), b.stride(0),
+                                       b.stride(1), k_per_split, 0, 0{sargs}, BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk,
                                     GROUP_M=GROUP_M, SPLIT=splits > 1, PRECISION=precision, num_warps=warps,
                                     num_stages=stages{zkw})
     if splits > 1:
         _split_k_sum_kernel[(triton.cdiv(M, 64), triton.cdiv(N, 64))](part, c{epi}{zarg}, M, N, splits{sargs},
                                                                       BLOCK_M=64, BLOCK_N=64, num_warps=4{zkw})
+    return c
+
+
+def _matmul_batched(a, b{sargs}):
+    """a (B x M x K) @ b (B x K x N), any strides, one grid layer per batch index (no split-K)."""
+    batch, M, K = a.shape
+    N = b.shape[2]
+    c = torch.empty((batch, M, N), dtype=torch.promote_types(a.dtype, b.dtype), device=a.device)
+    if c.numel() == 0:
+        return c
+    precision = ("tf32x3" if F32_SPLIT else "{'tf32' if tf32 else 'ieee'}") if a.dtype == torch.float32 else "tf32"
+    bm, bn, bk, warps, stages = _tiles(a, M, N, K)
+    tiles = triton.cdiv(M, bm) * triton.cdiv(N, bn)
+    part = torch.empty((1,), dtype=torch.float32, device=a.device)
+    _matmul_kernel[(tiles, 1, batch)](a, b, c, part, M, N, K, a.stride(1), a.stride(2), b.stride(1), b.stride(2),
+                                      max(K, 1), a.stride(0), b.stride(0){sargs}, BLOCK_M=bm, BLOCK_N=bn,
+                                      BLOCK_K=bk, GROUP_M=GROUP_M, SPLIT=False, PRECISION=precision,
+                                      num_warps=warps, num_stages=stages)
     return c
 '''
 
@@ -532,6 +590,5 @@ def _matmul(a, b{epi}{sargs}{zparam}):
             return (f"rows = {a}.reshape(-1, {a}.shape[-1])\n"
                     f"out = _matmul(rows, self.{b}.t(){epi}{sargs})\n"
                     f"return out.view(*{a}.shape[:-1], out.shape[-1])")
-        left = f"{a}.t()" if ta else a
-        right = f"{b}.t()" if tb else b
-        return f"return _matmul({left}, {right}{epi}{sargs})"
+        fn = "_matmul_batched" if self.spec["layout"] == "batched" else "_matmul"
+        return _product_call(self.spec, fn, epi + sargs)

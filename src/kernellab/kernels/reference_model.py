@@ -540,6 +540,8 @@ def layout_call(reader: _Reader, node: ast.Call) -> Node | None:
         if any(d.op != "const" for d in dims):
             raise Unsupported(f"line {node.lineno}: transpose")
         return Node("transpose", (reader.expr(func.value),), value=tuple(d.value for d in dims))
+    if name == "bmm" and namespace and len(node.args) == 2 and not node.keywords:
+        return Node("matmul", (reader.expr(node.args[0]), reader.expr(node.args[1])))
     if name == "glu" and namespace:
         x = reader.expr(node.args[0])
         dim = _keyword(node, "dim", 1)
