@@ -33,6 +33,7 @@ SERVED = {
     "rope": {"positional/rope_gptj", "positional/rope_hf_position_ids", "positional/rope_hf_qk", "positional/rope_neox",
              "positional/rope_position_ids", "positional/rope_qk"},
     "attention": {"attention/attention_written_out", "attention/cross_attention", "attention/decode_kv_cache",
+                  "attention/gqa_causal_train",
                   "attention/gqa_causal", "attention/mqa_causal", "attention/sdpa_causal", "attention/sdpa_noncausal"},
 }
 GATED_ELEMENTWISE = {"gated_mlp/geglu_erf_two_inputs", "gated_mlp/geglu_tanh_two_inputs", "gated_mlp/swiglu_two_inputs"}
