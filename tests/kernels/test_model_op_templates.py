@@ -33,7 +33,7 @@ SERVED = {
     "rope": {"positional/rope_gptj", "positional/rope_hf_position_ids", "positional/rope_hf_qk", "positional/rope_neox",
              "positional/rope_position_ids", "positional/rope_qk"},
     "attention": {"attention/attention_written_out", "attention/cross_attention", "attention/decode_kv_cache",
-                  "attention/gqa_causal_train",
+                  "attention/attention_additive_mask", "attention/gqa_causal_train",
                   "attention/gqa_causal", "attention/mqa_causal", "attention/sdpa_causal", "attention/sdpa_noncausal"},
 }
 GATED_ELEMENTWISE = {"gated_mlp/geglu_erf_two_inputs", "gated_mlp/geglu_tanh_two_inputs", "gated_mlp/swiglu_two_inputs"}
@@ -184,3 +184,17 @@ def test_what_is_not_a_rotation_is_not_matched():
         {body}""")
         with pytest.raises(_NotRope):
             read_rotation(out, args)
+
+
+def test_attention_with_a_boolean_mask_keeps_only_the_true_keys(monkeypatch):
+    # the suite's masked task is additive; a boolean attn_mask takes the other branch of the kernel
+    monkeypatch.setenv("TRITON_INTERPRET", "1")
+    module: dict = {}
+    exec(compile(render("attention/attention_additive_mask", "attention",
+                        {"BLOCK_M_F32": 16, "BLOCK_N_F32": 16}), "candidate.py", "exec"), module)
+    torch.manual_seed(0)
+    q, k, v = (torch.randn(2, 3, 37, 16) for _ in range(3))
+    mask = (torch.rand(2, 1, 37, 37) > 0.6) | torch.eye(37, dtype=torch.bool)  # every row keeps a key
+    out = module["ModelNew"]()(q, k, v, mask)
+    torch.testing.assert_close(out, torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=mask),
+                               atol=1e-5, rtol=1e-5)

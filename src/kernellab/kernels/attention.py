@@ -59,7 +59,9 @@ def read_attention(out: Node) -> dict | None:
         dropout = out.kwarg("dropout_p")
         causal, gqa = out.const("is_causal", False), out.const("enable_gqa", False)
         scale = out.kwarg("scale")
-        if extras or (mask is not None and not (mask.op == "const" and mask.value is None)) \
+        if mask is not None and mask.op == "const" and mask.value is None:
+            mask = None
+        if extras or (mask is not None and mask.op != "input") \
                 or (dropout is not None and not (dropout.op == "const" and dropout.value == 0)) \
                 or causal is ... or gqa is ... or (scale is not None and scale.op not in ("const", "scalar")):
             return None
@@ -73,12 +75,15 @@ def read_attention(out: Node) -> dict | None:
         if scores.op != "matmul" or not _is_last_two_transpose(scores.args[1]):
             return None
         q, k = scores.args[0], scores.args[1].args[0]
-        causal, gqa = False, False
+        causal, gqa, mask = False, False, None
     else:
         return None
     if any(t.op != "input" for t in (q, k, v)) or len({q.name, k.name, v.name}) != 3:
         return None
-    return {"q": q.name, "k": k.name, "v": v.name, "causal": bool(causal), "gqa": bool(gqa), "scale": scale}
+    if mask is not None and mask.name in {q.name, k.name, v.name}:
+        return None
+    return {"q": q.name, "k": k.name, "v": v.name, "causal": bool(causal), "gqa": bool(gqa), "scale": scale,
+            "mask": mask.name if mask is not None else None}
 
 
 @register_template("attention")
@@ -92,9 +97,12 @@ class AttentionTemplate(Template):
         spec = read_attention(model.outputs[0])
         if spec is None or any(model.input_ranks.get(spec[t], 4) not in (3, 4) for t in ("q", "k", "v")):
             return None
+        if spec["mask"] is not None and (task.backward or model.input_ranks.get(spec["mask"], 4) > 4):
+            return None  # the backward kernels do not read a mask
         spec["backward"] = task.backward
         spec["tf32"] = task.fp32_precision == "tf32"
-        kind = ("causal" if spec["causal"] else "non-causal") + (", grouped-query" if spec["gqa"] else "")
+        kind = ("causal" if spec["causal"] else "non-causal") + (", grouped-query" if spec["gqa"] else "") + \
+            (", with the mask input" if spec["mask"] else "")
         what = "forward + backward" if task.backward else "forward"
         return Match(self, task, model, spec, summary=f"flash attention ({kind}), {what}")
 
@@ -117,7 +125,8 @@ class AttentionTemplate(Template):
         if spec["backward"]:
             body = f"return _Attention.apply({q}, {k}, {v}, {scale_arg})"
         else:
-            body = f"return _attention_forward({q}, {k}, {v}, {scale_arg})[0]"
+            mask = f", {spec['mask']}" if spec["mask"] else ""
+            body = f"return _attention_forward({q}, {k}, {v}, {scale_arg}{mask})[0]"
         return assemble(doc, match, params, kernels, host, body, imports="import math\n")
 
 
@@ -132,9 +141,20 @@ def _scale_literal(node: Node) -> str:
 
 FORWARD = '''
 @triton.jit
+def _apply_mask(s, m_base, rows, cols, smm, smn, LQ, LK, MASK: tl.constexpr):
+    # the mask tile of these rows and keys: added (in log2 units, as s is) or, boolean, -inf where false
+    inside = (rows[:, None] < LQ) & (cols[None, :] < LK)
+    mk = tl.load(m_base + rows[:, None].to(tl.int64) * smm + cols[None, :].to(tl.int64) * smn, mask=inside, other=0)
+    if MASK == 2:
+        return tl.where(mk != 0, s, float("-inf"))
+    return s + mk.to(tl.float32) * 1.4426950408889634
+
+
+@triton.jit
 def _attn_fwd_kernel(q_ptr, k_ptr, v_ptr, o_ptr, lse_ptr, sqb, sqh, sqm, sqd, skb, skh, skn, skd, svb, svh, svn,
-                     svd, sob, soh, som, sod, H, GROUP, LQ, LK, D, qk_scale, CAUSAL: tl.constexpr,
-                     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_D: tl.constexpr, PRECISION: tl.constexpr):
+                     svd, sob, soh, som, sod, mask_ptr, smb, smh, smm, smn, H, GROUP, LQ, LK, D, qk_scale,
+                     CAUSAL: tl.constexpr, MASK: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+                     BLOCK_D: tl.constexpr, PRECISION: tl.constexpr):
     # BLOCK_M query rows of one head: K and V stream through in BLOCK_N-key blocks with an online
     # softmax (running max m, running sum l); 4 * BLOCK_M * BLOCK_N * D FLOPs per key block
     start_m = tl.program_id(0)
@@ -149,6 +169,7 @@ def _attn_fwd_kernel(q_ptr, k_ptr, v_ptr, o_ptr, lse_ptr, sqb, sqh, sqm, sqd, sk
     q_base = q_ptr + b.to(tl.int64) * sqb + h.to(tl.int64) * sqh
     k_base = k_ptr + b.to(tl.int64) * skb + hk.to(tl.int64) * skh
     v_base = v_ptr + b.to(tl.int64) * svb + hk.to(tl.int64) * svh
+    m_base = mask_ptr + b.to(tl.int64) * smb + h.to(tl.int64) * smh  # MASK 1: added, 2: boolean (keep where true)
     q = tl.load(q_base + rows[:, None].to(tl.int64) * sqm + dcol[None, :] * sqd,
                 mask=(rows[:, None] < LQ) & dmask[None, :], other=0.0)
     m_i = tl.full([BLOCK_M], float("-inf"), dtype=tl.float32)
@@ -164,9 +185,14 @@ def _attn_fwd_kernel(q_ptr, k_ptr, v_ptr, o_ptr, lse_ptr, sqb, sqh, sqm, sqd, sk
         cols = start_n + keys
         k = tl.load(k_base + cols[None, :].to(tl.int64) * skn + dcol[:, None] * skd, mask=dmask[:, None], other=0.0)
         s = tl.dot(q, k, input_precision=PRECISION) * qk_scale
+        if MASK:
+            s = _apply_mask(s, m_base, rows, cols, smm, smn, LQ, LK, MASK)
         m_new = tl.maximum(m_i, tl.max(s, 1))
-        p = tl.exp2(s - m_new[:, None])
-        alpha = tl.exp2(m_i - m_new)
+        m_use = m_new
+        if MASK:  # rows with every key so far masked out: keep exp2 away from -inf - -inf
+            m_use = tl.where(m_new == float("-inf"), 0.0, m_new)
+        p = tl.exp2(s - m_use[:, None])
+        alpha = tl.exp2(m_i - m_use)
         l_i = l_i * alpha + tl.sum(p, 1)
         v = tl.load(v_base + cols[:, None].to(tl.int64) * svn + dcol[None, :] * svd, mask=dmask[None, :], other=0.0)
         acc = acc * alpha[:, None]
@@ -183,15 +209,22 @@ def _attn_fwd_kernel(q_ptr, k_ptr, v_ptr, o_ptr, lse_ptr, sqb, sqh, sqm, sqd, sk
         if CAUSAL:
             ok = ok & (cols[None, :] <= rows[:, None])
         s = tl.where(ok, s, float("-inf"))
+        if MASK:
+            s = _apply_mask(s, m_base, rows, cols, smm, smn, LQ, LK, MASK)
         m_new = tl.maximum(m_i, tl.max(s, 1))
-        p = tl.exp2(s - m_new[:, None])
-        alpha = tl.exp2(m_i - m_new)
+        m_use = m_new
+        if MASK:
+            m_use = tl.where(m_new == float("-inf"), 0.0, m_new)
+        p = tl.exp2(s - m_use[:, None])
+        alpha = tl.exp2(m_i - m_use)
         l_i = l_i * alpha + tl.sum(p, 1)
         v = tl.load(v_base + cols[:, None].to(tl.int64) * svn + dcol[None, :] * svd,
                     mask=cmask[:, None] & dmask[None, :], other=0.0)
         acc = acc * alpha[:, None]
         acc = tl.dot(p.to(v.dtype), v, acc=acc, input_precision=PRECISION)
         m_i = m_new
+    if MASK:
+        l_i = tl.where(l_i == 0.0, 1.0, l_i)
     out = acc / l_i[:, None]
     rmask = rows < LQ
     o_base = o_ptr + b.to(tl.int64) * sob + h.to(tl.int64) * soh
@@ -327,11 +360,18 @@ def _precision(q):
     return "{precision}" if q.dtype == torch.float32 else "tf32"
 
 
-def _attention_forward(q, k, v, scale):
-    """Output [B, H, LQ, D] in q's dtype and each row's log2-domain log-sum-exp (fp32)."""
+def _attention_forward(q, k, v, scale, mask=None):
+    """Output [B, H, LQ, D] in q's dtype and each row's log2-domain log-sum-exp (fp32); ``mask``, where
+    given, broadcasts to [B, H, LQ, LK] as scaled_dot_product_attention's attn_mask does."""
     squeeze = q.dim() == 3
     q, k, v = _heads(q), _heads(k), _heads(v)
     B, H, HK, LQ, LK, D = _shapes(q, k, v)
+    mode = 0
+    mask_strides = (0, 0, 0, 0)
+    if mask is not None:
+        mode = 2 if mask.dtype == torch.bool else 1
+        mask = mask.expand(B, H, LQ, LK)
+        mask_strides = mask.stride()
     scale = 1.0 / math.sqrt(D) if scale is None else scale
     o = torch.empty(q.shape, dtype=q.dtype, device=q.device)
     lse = torch.empty((B, H, LQ), dtype=torch.float32, device=q.device)
@@ -346,9 +386,9 @@ def _attention_forward(q, k, v, scale):
             bn = min(bn, bm)  # the causal loop bounds assume key blocks no taller than query blocks
         bd = max(16, triton.next_power_of_2(D))
         _attn_fwd_kernel[(triton.cdiv(LQ, bm), B * H)](
-            q, k, v, o, lse, *q.stride(), *k.stride(), *v.stride(), *o.stride(), H, H // HK, LQ, LK, D,
-            scale * LOG2E, CAUSAL={causal}, BLOCK_M=bm, BLOCK_N=bn, BLOCK_D=bd, PRECISION=_precision(q),
-            num_warps=warps, num_stages=stages)
+            q, k, v, o, lse, *q.stride(), *k.stride(), *v.stride(), *o.stride(), q if mask is None else mask,
+            *mask_strides, H, H // HK, LQ, LK, D, scale * LOG2E, CAUSAL={causal}, MASK=mode, BLOCK_M=bm, BLOCK_N=bn,
+            BLOCK_D=bd, PRECISION=_precision(q), num_warps=warps, num_stages=stages)
     elif q.numel():
         o.zero_()
     return (o[0] if squeeze else o), lse
