@@ -198,3 +198,61 @@ def test_attention_with_a_boolean_mask_keeps_only_the_true_keys(monkeypatch):
     out = module["ModelNew"]()(q, k, v, mask)
     torch.testing.assert_close(out, torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=mask),
                                atol=1e-5, rtol=1e-5)
+
+
+EXTRACTED_LINEAR = '''
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+B = 2
+S = 5
+K = 40
+N = 24
+
+
+class Model(nn.Module):
+    """A projection as a model-graph extractor writes it: the weight is an input, x has leading dims."""
+
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, x, w):
+        return F.linear(x, w)
+
+
+def get_inputs():
+    return [torch.randn(B, S, K), torch.randn(N, K) / K ** 0.5]
+
+
+def get_init_inputs():
+    return []
+'''
+
+EXTRACTED_LINEAR_TOML = '''schema = 1
+category = "matmul"
+description = "x @ w.T with x of shape (B, S, K) and the weight an input, forward and backward."
+dtypes = ["float32", "float16"]
+fp32_precision = "ieee"
+backward = true
+grad_inputs = ["x", "w"]
+configs = [{ B = 2, S = 5, K = 40, N = 24 }]
+edge = [{ B = 1, S = 1, K = 1, N = 1 }, { B = 3, S = 7, K = 129, N = 17 }]
+small = [{ B = 2, S = 5, K = 40, N = 24 }]
+'''
+
+
+def test_an_extracted_projection_with_its_weight_as_input_passes_forward_and_backward(tmp_path):
+    folder = tmp_path / "extracted_linear"
+    folder.mkdir()
+    (folder / "reference.py").write_text(EXTRACTED_LINEAR)
+    (folder / "task.toml").write_text(EXTRACTED_LINEAR_TOML)
+    task = load_task(folder)
+    (match,) = match_templates(task)
+    assert match.template.name == "matmul" and match.spec["layout"] == "rows"
+    path = tmp_path / "candidate.py"
+    path.write_text(match.render({**SMALL_TILES}))
+    with EvalSession(task, CORRECTNESS) as session:
+        verdict = session.evaluate(path)
+    assert verdict.correct, f"{verdict.failed_stage}: {verdict.error}"
+    assert Stage.BACKWARD in {s.name for s in verdict.stages if s.passed}

@@ -31,7 +31,7 @@ KNOBS = [
     KnobSpec("BLOCK_N_F32", 32, "16..128", "keys per inner step (float32 inputs)"),
     KnobSpec("NUM_WARPS_F32", 4, "2,4,8", "warps per program (float32 inputs)"),
     KnobSpec("BLOCK_BWD", 64, "16..128", "rows and keys per program of the backward kernels"),
-    KnobSpec("NUM_WARPS_BWD", 4, "2,4,8", "warps per program of the backward kernels"),
+    KnobSpec("NUM_WARPS_BWD", 8, "2,4,8", "warps per program of the backward kernels"),
 ]
 
 
@@ -385,6 +385,8 @@ def _attention_forward(q, k, v, scale, mask=None):
         if {causal}:
             bn = min(bn, bm)  # the causal loop bounds assume key blocks no taller than query blocks
         bd = max(16, triton.next_power_of_2(D))
+        if bd >= 256:  # Q, K and V tiles of 256 columns: fewer rows and stages fit in shared memory
+            bm, bn, stages = min(bm, 64), min(bn, 32), min(stages, 2)
         _attn_fwd_kernel[(triton.cdiv(LQ, bm), B * H)](
             q, k, v, o, lse, *q.stride(), *k.stride(), *v.stride(), *o.stride(), q if mask is None else mask,
             *mask_strides, H, H // HK, LQ, LK, D, scale * LOG2E, CAUSAL={causal}, MASK=mode, BLOCK_M=bm, BLOCK_N=bn,

@@ -104,6 +104,13 @@ class MatmulTemplate(Template):
         if len(products) != 1:
             return None
         product = products[0]
+        if product.op == "linear" and (product.kwarg("weight") or Node("const")).op == "input":
+            # F.linear(x, w) with the weight a forward input (a graph extractor's form): x @ w.T
+            bias = product.kwarg("bias")
+            if bias is not None and not (bias.op == "const" and bias.value is None):
+                return None
+            product = Node("matmul", (product.args[0], Node("t", (product.kwarg("weight"),))))
+            out = _replace(model.outputs[0], products[0], product)
         if product.op == "linear":
             x = product.args[0]
             weight, bias = product.kwarg("weight"), product.kwarg("bias")
