@@ -32,6 +32,7 @@ SERVED = {
     },
     "rope": {"positional/rope_gptj", "positional/rope_hf_position_ids", "positional/rope_hf_qk", "positional/rope_neox",
              "positional/rope_position_ids", "positional/rope_qk"},
+    "gated_matmul": {"matmul_epilogue/geglu_merged_gate_up", "matmul_epilogue/swiglu_gate_up"},
     "attention": {"attention/attention_written_out", "attention/cross_attention", "attention/decode_kv_cache",
                   "attention/attention_additive_mask", "attention/gqa_causal_train",
                   "attention/gqa_causal", "attention/mqa_causal", "attention/sdpa_causal", "attention/sdpa_noncausal"},

@@ -5,7 +5,7 @@ Importing this package registers the built-in templates; ``templates()`` lists t
 """
 
 from kernellab.kernels import elementwise, matmul, norm, reduction, softmax  # noqa: F401 - register the templates
-from kernellab.kernels import attention, gated, rope  # noqa: F401 - register the templates
+from kernellab.kernels import attention, gated, gated_matmul, rope  # noqa: F401 - register the templates
 from kernellab.kernels.template import (
     KnobSpec,
     Match,
