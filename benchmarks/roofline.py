@@ -260,6 +260,8 @@ def run_row(plan: Plan, device: str, ceilings, folder: Path, presets: bool, comp
         with torch.no_grad():
             got = flatten_outputs(candidate(*inputs))
         bad = _mismatch(got, expected, plan.dtype)
+        if not bad and plan.backward:
+            bad = _grad_mismatch(model, candidate, inputs, names, task, grads, plan.dtype)
         if bad:
             row.results.setdefault("search", Result(note=f"preset {i}: {bad}"))
             continue
@@ -271,6 +273,22 @@ def run_row(plan: Plan, device: str, ceilings, folder: Path, presets: bool, comp
     if best is not None:
         row.search_kernel = best[1]
     return row
+
+
+def _grads(model: torch.nn.Module, inputs: list[Any], names: list[str], task: Task, grads: list[Any]) -> list[Any]:
+    leaves = [x.detach().requires_grad_(n in task.grad_inputs) if torch.is_tensor(x) and x.is_floating_point()
+              else x for x, n in zip(inputs, names)]
+    model.zero_grad(set_to_none=True)
+    outs = [o for o in flatten_outputs(model(*leaves)) if torch.is_tensor(o) and o.requires_grad]
+    torch.autograd.backward(outs, grads[:len(outs)])
+    found = [x.grad for x, n in zip(leaves, names) if n in task.grad_inputs]
+    return found + [p.grad for _, p in sorted(model.named_parameters()) if p.grad is not None]
+
+
+def _grad_mismatch(model, candidate, inputs, names, task, grads, dtype: str) -> str:
+    """The candidate's gradients (inputs the task names, then parameters) against eager's."""
+    bad = _mismatch(_grads(candidate, inputs, names, task, grads), _grads(model, inputs, names, task, grads), dtype)
+    return f"backward: {bad}" if bad else ""
 
 
 def _mismatch(got: list[Any], expected: list[Any], dtype: str) -> str:

@@ -6,6 +6,9 @@ backward), each through the verifier's correctness stages under the Triton inter
 from __future__ import annotations
 
 import ast
+import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -257,3 +260,26 @@ def test_an_extracted_projection_with_its_weight_as_input_passes_forward_and_bac
         verdict = session.evaluate(path)
     assert verdict.correct, f"{verdict.failed_stage}: {verdict.error}"
     assert Stage.BACKWARD in {s.name for s in verdict.stages if s.passed}
+
+
+ROOFLINE = Path(__file__).resolve().parents[2] / "benchmarks" / "roofline.py"
+
+
+def test_the_roofline_benchmark_lists_its_rows_without_a_gpu():
+    out = subprocess.run([sys.executable, str(ROOFLINE), "--dry-run"], capture_output=True, text=True, check=True,
+                         timeout=300).stdout
+    lines = out.strip().splitlines()
+    assert any(line.startswith("anchor matmul 4096^3 | float16") for line in lines)
+    assert "positional/rope_qk " in out and "template rope" in out and "template gated_matmul" in out
+    rows, tasks = lines[-1].split(" rows, ")
+    assert int(rows) > int(tasks.split()[0]) >= 80
+
+
+def test_the_roofline_benchmark_runs_its_plumbing_on_the_cpu(tmp_path):
+    out = tmp_path / "roofline.json"
+    subprocess.run([sys.executable, str(ROOFLINE), "--cpu-smoke", "--tasks", "positional/rope_qk", "--dtypes",
+                    "float32", "--out", str(out)], capture_output=True, text=True, check=True, timeout=600)
+    (row,) = json.loads(out.read_text())["rows"]
+    assert row["phase"] == "forward+backward" and row["results"]["eager"]["us"] > 0
+    assert row["results"]["search"]["us"] > 0, row["results"]["search"]["note"]  # outputs and gradients agreed
+    assert row["search_kernel"].startswith("rope preset 0")
