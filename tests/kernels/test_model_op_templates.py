@@ -283,3 +283,24 @@ def test_the_roofline_benchmark_runs_its_plumbing_on_the_cpu(tmp_path):
     assert row["phase"] == "forward+backward" and row["results"]["eager"]["us"] > 0
     assert row["results"]["search"]["us"] > 0, row["results"]["search"]["note"]  # outputs and gradients agreed
     assert row["search_kernel"].startswith("rope preset 0")
+
+
+@pytest.mark.parametrize(("task_id", "template"), [("positional/rope_qk", "rope"),
+                                                   ("matmul_epilogue/swiglu_gate_up", "gated_matmul"),
+                                                   ("attention/gqa_causal_train", "attention")])
+def test_the_search_agent_proposes_the_template_screened_by_its_own_session(task_id, template, tmp_path):
+    from kernellab.agents.base import ProposalRequest, create_agent
+    from kernellab.agents.workspace import build_workspace
+
+    task = load_task(task_id)
+    workspace = build_workspace(task, tmp_path / "ws").path
+    agent = create_agent("search", max_screen=2)
+    try:
+        parent = (workspace / "kernel.py").read_text()
+        proposal = agent.propose(ProposalRequest(workspace=workspace, task_id=task_id, iteration=0, parent=parent,
+                                                 deadline_s=600.0))
+    finally:
+        agent.close()
+    assert proposal.source and proposal.note.startswith(f"template {template}"), proposal.note
+    assert "unscreened" not in proposal.note
+    passes(task_id, proposal.source, tmp_path)
