@@ -207,10 +207,10 @@ class _Render:
         return {"input": "x_", "param": "p_", "scalar": "s_"}[node.op] + node.name
 
     def head(self) -> str:
-        return '''    offs = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
-    mask = offs < n_elements
-    row = offs // n_out
-    j = offs - row * n_out
+        # a ROWS x BLOCK_C tile of (row, output column): no integer division per element
+        return '''    row = tl.program_id(0).to(tl.int64) * ROWS + tl.arange(0, ROWS)[:, None]
+    j = tl.program_id(1) * BLOCK_C + tl.arange(0, BLOCK_C)[None, :]
+    mask = (row < n_rows) & (j < n_out)
 '''
 
     def forward_kernel(self) -> str:
@@ -222,7 +222,8 @@ class _Render:
                            f"mask=mask)" for c, v in enumerate(results))
         return f'''
 @triton.jit
-def _forward_kernel({self.ptrs()}, y_ptr, n_elements, n_out{self.scalar_params()}, BLOCK: tl.constexpr):
+def _forward_kernel({self.ptrs()}, y_ptr, n_rows, n_out{self.scalar_params()}, ROWS: tl.constexpr,
+                    BLOCK_C: tl.constexpr):
     # one output element per lane of each of the {m} output part(s): reads every input element once,
     # writes each output element once; FLOPs per element: {self.spec["flops"]}
 {self.head()}{self.loads()}
@@ -249,9 +250,10 @@ def _forward_kernel({self.ptrs()}, y_ptr, n_elements, n_out{self.scalar_params()
         dx = "".join(f", dx_{n}_ptr" for n in self.wrt)
         return f'''
 @triton.jit
-def _backward_kernel(dy_ptr, {self.ptrs()}{dx}, n_elements, n_out{self.scalar_params()}, BLOCK: tl.constexpr):
+def _backward_kernel(dy_ptr, {self.ptrs()}{dx}, n_rows, n_out{self.scalar_params()}, ROWS: tl.constexpr,
+                     BLOCK_C: tl.constexpr):
     # reads dy and the inputs once, writes every element of each input's gradient once
-{self.head()}    dy = tl.load(dy_ptr + offs, mask=mask, other=0.0).to(tl.float32)
+{self.head()}    dy = tl.load(dy_ptr + row * n_out + j, mask=mask, other=0.0).to(tl.float32)
 {self.loads()}
 {expr.code()}
 ''' + "\n".join(stores) + "\n"
@@ -274,11 +276,18 @@ def _backward_kernel(dy_ptr, {self.ptrs()}{dx}, n_elements, n_out{self.scalar_pa
 def _forward({", ".join(names)}{self.host_scalars()}):
 {contiguous}    n_out = {first}.shape[-1] // {n_first}
 {checks}    y = torch.empty((*{first}.shape[:-1], {m} * n_out), dtype={dtype}, device={first}.device)
-    n = y.numel() // {m}
-    if n:
-        _forward_kernel[(triton.cdiv(n, BLOCK),)]({", ".join(names)}, y, n, n_out{self.host_scalars()}, BLOCK=BLOCK,
-                                                  num_warps=NUM_WARPS)
+    if y.numel():
+        n_rows = y.numel() // ({m} * n_out)
+        rows, cols = _tile(n_out)
+        _forward_kernel[(triton.cdiv(n_rows, rows), triton.cdiv(n_out, cols))](
+            {", ".join(names)}, y, n_rows, n_out{self.host_scalars()}, ROWS=rows, BLOCK_C=cols, num_warps=NUM_WARPS)
     return y
+
+
+def _tile(n_out):
+    """BLOCK elements per program: whole short rows, several to a program; long rows in column blocks."""
+    cols = min(triton.next_power_of_2(n_out), BLOCK)
+    return BLOCK // cols, cols
 '''
         if not self.wrt:
             return text
@@ -291,10 +300,11 @@ def _forward({", ".join(names)}{self.host_scalars()}):
 def _backward(dy, {tensors}{self.host_scalars()}):
     dy = dy.contiguous()
 {contiguous}    n_out = dy.shape[-1]
-{allocs}    n = dy.numel()
-    if n:
-        _backward_kernel[(triton.cdiv(n, BLOCK),)](dy, {tensors}{dx}, n, n_out{self.host_scalars()}, BLOCK=BLOCK,
-                                                   num_warps=NUM_WARPS)
+{allocs}    if dy.numel():
+        n_rows = dy.numel() // n_out
+        rows, cols = _tile(n_out)
+        _backward_kernel[(triton.cdiv(n_rows, rows), triton.cdiv(n_out, cols))](
+            dy, {tensors}{dx}, n_rows, n_out{self.host_scalars()}, ROWS=rows, BLOCK_C=cols, num_warps=NUM_WARPS)
     return {", ".join(returns)}
 
 
