@@ -304,3 +304,17 @@ def test_the_search_agent_proposes_the_template_screened_by_its_own_session(task
     assert proposal.source and proposal.note.startswith(f"template {template}"), proposal.note
     assert "unscreened" not in proposal.note
     passes(task_id, proposal.source, tmp_path)
+
+
+def test_rendered_knobs_are_what_the_tuner_finds():
+    from kernellab.agents.search.params import find_knobs
+
+    for task_id, name in [("positional/rope_qk", "rope"), ("gated_mlp/swiglu_concat", "gated"),
+                          ("attention/sdpa_causal", "attention"), ("matmul_epilogue/swiglu_gate_up", "gated_matmul"),
+                          ("matmul/bmm", "matmul")]:
+        match = next(m for m in match_templates(load_task(task_id)) if m.template.name == name)
+        declared = {k.name: k for k in match.template.knobs(match)}
+        found = {k.name: k for k in find_knobs(match.render()) if k.kind == "constant"}
+        assert set(found) == set(declared), name
+        for knob, spec in declared.items():
+            assert found[knob].value == spec.default and len(found[knob].domain) > 1, (name, knob)
