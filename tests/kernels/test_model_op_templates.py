@@ -7,12 +7,13 @@ from __future__ import annotations
 
 import ast
 import json
+import os
 import subprocess
 import sys
+import textwrap
 from pathlib import Path
 
 import pytest
-import torch
 
 from kernellab.evaluate.options import EvalOptions, with_stages
 from kernellab.evaluate.session import EvalSession
@@ -79,19 +80,30 @@ def test_the_persistent_tma_kernel_passes_too(task_id, tmp_path):
     passes(task_id, source, tmp_path)
 
 
-def test_the_tma_path_is_the_one_taken_for_16_bit_operands(monkeypatch):
-    monkeypatch.setenv("TRITON_INTERPRET", "1")
-    module: dict = {}
-    exec(compile(render("matmul/matmul_nt", "matmul", {**SMALL_TILES, "USE_TMA": 2}), "candidate.py", "exec"), module)
-    a, b = torch.randn(40, 48, dtype=torch.float16), torch.randn(24, 48, dtype=torch.float16)
-    assert module["_tma_ok"](a, b.t()) and module["_tma_ok"](a.t().contiguous().t(), b.t())
-    assert not module["_tma_ok"](a.float(), b.t().float())  # float32: the pointer kernel
-    odd = torch.randn(40, 45, dtype=torch.float16)
-    assert not module["_tma_ok"](odd, odd.t())  # rows of 90 bytes: not 16-byte aligned
-    out = module["ModelNew"]()(a, b)
-    torch.testing.assert_close(out.float(), a.float() @ b.float().t(), atol=2e-2, rtol=2e-3)
-    module["USE_TMA"] = 1  # the default: descriptors only on a GPU of compute capability >= 9
-    assert not module["_tma_ok"](a, b.t())
+def run_in_interpreter(candidate: str, checks: str, tmp_path: Path) -> None:
+    """Run ``checks`` against the candidate file in a fresh interpreter-mode process (Triton reads
+    TRITON_INTERPRET once per process)."""
+    (tmp_path / "candidate.py").write_text(candidate)
+    script = tmp_path / "checks.py"
+    script.write_text("import torch\nimport candidate as module\n" + textwrap.dedent(checks))
+    env = {**os.environ, "TRITON_INTERPRET": "1"}
+    result = subprocess.run([sys.executable, str(script)], cwd=tmp_path, env=env, capture_output=True, text=True,
+                            timeout=600)
+    assert result.returncode == 0, result.stderr[-3000:]
+
+
+def test_the_tma_path_is_the_one_taken_for_16_bit_operands(tmp_path):
+    run_in_interpreter(render("matmul/matmul_nt", "matmul", {**SMALL_TILES, "USE_TMA": 2}), """
+        a, b = torch.randn(40, 48, dtype=torch.float16), torch.randn(24, 48, dtype=torch.float16)
+        assert module._tma_ok(a, b.t()) and module._tma_ok(a.t().contiguous().t(), b.t())
+        assert not module._tma_ok(a.float(), b.t().float())  # float32: the pointer kernel
+        odd = torch.randn(40, 45, dtype=torch.float16)
+        assert not module._tma_ok(odd, odd.t())  # rows of 90 bytes: not 16-byte aligned
+        out = module.ModelNew()(a, b)
+        torch.testing.assert_close(out.float(), a.float() @ b.float().t(), atol=2e-2, rtol=2e-3)
+        module.USE_TMA = 1  # the default: descriptors only on a GPU of compute capability >= 9
+        assert not module._tma_ok(a, b.t())
+    """, tmp_path)
 
 
 def test_split_k_backward_passes_too(tmp_path):
@@ -190,18 +202,17 @@ def test_what_is_not_a_rotation_is_not_matched():
             read_rotation(out, args)
 
 
-def test_attention_with_a_boolean_mask_keeps_only_the_true_keys(monkeypatch):
+def test_attention_with_a_boolean_mask_keeps_only_the_true_keys(tmp_path):
     # the suite's masked task is additive; a boolean attn_mask takes the other branch of the kernel
-    monkeypatch.setenv("TRITON_INTERPRET", "1")
-    module: dict = {}
-    exec(compile(render("attention/attention_additive_mask", "attention",
-                        {"BLOCK_M_F32": 16, "BLOCK_N_F32": 16}), "candidate.py", "exec"), module)
-    torch.manual_seed(0)
-    q, k, v = (torch.randn(2, 3, 37, 16) for _ in range(3))
-    mask = (torch.rand(2, 1, 37, 37) > 0.6) | torch.eye(37, dtype=torch.bool)  # every row keeps a key
-    out = module["ModelNew"]()(q, k, v, mask)
-    torch.testing.assert_close(out, torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=mask),
-                               atol=1e-5, rtol=1e-5)
+    run_in_interpreter(render("attention/attention_additive_mask", "attention", {"BLOCK_M_F32": 16, "BLOCK_N_F32": 16}),
+                       """
+        torch.manual_seed(0)
+        q, k, v = (torch.randn(2, 3, 37, 16) for _ in range(3))
+        mask = (torch.rand(2, 1, 37, 37) > 0.6) | torch.eye(37, dtype=torch.bool)  # every row keeps a key
+        out = module.ModelNew()(q, k, v, mask)
+        expected = torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+        torch.testing.assert_close(out, expected, atol=1e-5, rtol=1e-5)
+    """, tmp_path)
 
 
 EXTRACTED_LINEAR = '''
