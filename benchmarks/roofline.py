@@ -185,7 +185,6 @@ def _liger(plan: Plan, match: Match | None, model: torch.nn.Module, names: list[
     except ImportError:
         return None, "liger_kernel not installed"
     template = match.template.name if match else None
-    spec = match.spec if match else {}
     if template == "norm" and plan.task_id.startswith("normalization/rmsnorm"):
         w = model.weight
         offset = 1.0 if plan.task_id.endswith("gemma") else 0.0

@@ -8,6 +8,7 @@ from functools import cache
 from pathlib import Path
 
 import pytest
+from test_model_op_templates import SERVED as MODEL_OPS
 
 from kernellab.agents.search.params import find_knobs
 from kernellab.evaluate.options import EvalOptions, with_stages
@@ -15,7 +16,6 @@ from kernellab.evaluate.session import EvalSession
 from kernellab.evaluate.verdict import Stage
 from kernellab.kernels import Template, match_templates, register_template, templates
 from kernellab.tasks.load import SUITE_ROOT, load_task
-from test_model_op_templates import SERVED as MODEL_OPS
 
 CORRECTNESS = with_stages(EvalOptions(request_timeout_s=300), Stage.SMOKE, Stage.SHAPE_SWEEP, Stage.STABILITY,
                           Stage.DETERMINISM, Stage.EDGE, Stage.BACKWARD)

@@ -14,7 +14,13 @@ FLOPs per element of the chain(s):
 from __future__ import annotations
 
 from kernellab.kernels.reference_model import Node, ReferenceModel
-from kernellab.kernels.template import KnobSpec, Match, Template, assemble, register_template
+from kernellab.kernels.template import (
+    KnobSpec,
+    Match,
+    Template,
+    assemble,
+    register_template,
+)
 from kernellab.kernels.triton_expr import (
     ELEMENTWISE,
     NotElementwise,

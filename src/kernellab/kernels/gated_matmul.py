@@ -13,11 +13,23 @@ Budget per call, x (M x K), each weight (N x K):
 
 from __future__ import annotations
 
-from kernellab.kernels.matmul import _Render as _MatmulRender
 from kernellab.kernels.matmul import _renamed
+from kernellab.kernels.matmul import _Render as _MatmulRender
 from kernellab.kernels.reference_model import Node, ReferenceModel
-from kernellab.kernels.template import KnobSpec, Match, Template, assemble, register_template
-from kernellab.kernels.triton_expr import NotElementwise, TritonExpr, flops_per_element, helper_source, is_elementwise
+from kernellab.kernels.template import (
+    KnobSpec,
+    Match,
+    Template,
+    assemble,
+    register_template,
+)
+from kernellab.kernels.triton_expr import (
+    NotElementwise,
+    TritonExpr,
+    flops_per_element,
+    helper_source,
+    is_elementwise,
+)
 from kernellab.tasks.model import Task
 
 G = Node("input", name="@g")

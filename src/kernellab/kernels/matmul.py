@@ -288,7 +288,7 @@ def _dz(dy, z{scalars}):
         _dz_kernel[(triton.cdiv(n, 1024),)](dy, z, dz, n{scalars}, BLOCK=1024, num_warps=4)
     return dz
 '''
-        z_alloc = (f'''        if any(ctx.needs_input_grad):
+        z_alloc = ('''        if any(ctx.needs_input_grad):
             z = torch.empty((a.shape[0], b.shape[1]), dtype=torch.promote_types(a.dtype, b.dtype), device=a.device)
 ''' if self.act else "")
         dbias = ('''
@@ -320,7 +320,7 @@ class _MatmulFn(torch.autograd.Function):
 '''
 
     def forward_body(self) -> str:
-        (a, ta), (b, tb) = self.spec["a"], self.spec["b"]
+        (a, _), (b, _) = self.spec["a"], self.spec["b"]
         bias = f", self.{self.bias}" if self.bias else ""
         sargs = "".join(f", float(self.{s})" for s in self.scalars)
         if self.spec["linear"]:
@@ -590,7 +590,7 @@ def _matmul_batched(a, b{sargs}):
 '''
 
     def forward_body(self) -> str:
-        (a, ta), (b, tb) = self.spec["a"], self.spec["b"]
+        (a, _), (b, _) = self.spec["a"], self.spec["b"]
         epi = "".join(f", {n}" for n in self.inputs) + "".join(f", self.{n}" for n in self.params)
         sargs = "".join(f", float(self.{s})" for s in self.scalars)
         if self.spec["linear"]:
