@@ -8,6 +8,7 @@ from functools import cache
 from pathlib import Path
 
 import pytest
+from test_model_op_templates import SERVED as MODEL_OPS
 
 from kernellab.agents.search.params import find_knobs
 from kernellab.evaluate.options import EvalOptions, with_stages
@@ -27,7 +28,8 @@ EXPECTED = {
         "elementwise/leaky_relu", "elementwise/log1p", "elementwise/mish", "elementwise/quick_gelu",
         "elementwise/relu", "elementwise/rsqrt", "elementwise/scale_bias_silu", "elementwise/sigmoid",
         "elementwise/silu", "elementwise/softplus", "elementwise/squared_relu", "elementwise/tanh",
-        "fusion/bias_gelu_residual",
+        "fusion/bias_gelu_residual", "gated_mlp/geglu_erf_two_inputs", "gated_mlp/geglu_tanh_two_inputs",
+        "gated_mlp/swiglu_two_inputs",
     },
     "softmax": {
         "fusion/softcap_softmax", "reductions/logsumexp_rows", "softmax/log_softmax", "softmax/softmax",
@@ -43,7 +45,10 @@ EXPECTED = {
         "matmul_epilogue/linear_bias_relu", "matmul_epilogue/linear_bias_relu_squared",
         "matmul_epilogue/linear_bias_silu", "matmul_epilogue/linear_layerscale_residual",
         "matmul_epilogue/linear_residual", "matmul_epilogue/lm_head_softcap",
+        "matmul/matmul_square", "matmul_epilogue/linear_bias", "matmul_epilogue/linear_bias_gelu",  # with backward
+        "matmul/bmm", "matmul/bmm_small_many", "matmul/matmul_4d_heads", "matmul/matmul_3d_shared_weight",
     },
+    **MODEL_OPS,  # gated, rope, attention: tests/kernels/test_model_op_templates.py
 }
 MATCHED = sorted((task, name) for name, tasks in EXPECTED.items() for task in tasks)
 
@@ -122,8 +127,8 @@ def test_each_template_matches_exactly_the_expected_suite_tasks():
 
 
 def test_tasks_outside_a_template_are_not_matched():
-    # backward matmuls, broadcast operands, argmax, causal masks: no template claims them
-    for task_id in ("matmul/matmul_square", "elementwise/adaln_modulate", "reductions/argmax_rows",
+    # two products in one forward, broadcast operands, argmax, causal masks: no template claims them
+    for task_id in ("matmul/lowrank_factorized", "elementwise/adaln_modulate", "reductions/argmax_rows",
                     "softmax/causal_softmax", "softmax/softmax_rel_pos_bias", "conv_pool/avg_pool2d"):
         assert match_templates(load_task(task_id)) == [], task_id
 

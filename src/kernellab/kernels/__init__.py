@@ -4,7 +4,17 @@ Importing this package registers the built-in templates; ``templates()`` lists t
 ``match_templates(task)`` says which implement a task.
 """
 
-from kernellab.kernels import elementwise, matmul, norm, reduction, softmax  # noqa: F401 - register the templates
+from kernellab.kernels import (  # noqa: F401 - register the templates
+    attention,
+    elementwise,
+    gated,
+    gated_matmul,
+    matmul,
+    norm,
+    reduction,
+    rope,
+    softmax,
+)
 from kernellab.kernels.template import (
     KnobSpec,
     Match,

@@ -74,7 +74,7 @@ def kernel_leaf(node: Node) -> str:
 
 @register_template("elementwise")
 class ElementwiseTemplate(Template):
-    categories = frozenset({"elementwise", "fusion"})
+    categories = frozenset({"elementwise", "fusion", "gated_mlp"})
     budget = __doc__
 
     def match(self, task: Task, model: ReferenceModel) -> Match | None:

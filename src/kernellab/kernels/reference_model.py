@@ -11,6 +11,7 @@ checks the output's dtype.
 from __future__ import annotations
 
 import ast
+import math
 import textwrap
 from dataclasses import dataclass, field
 from typing import Any
@@ -143,7 +144,7 @@ def read_model(source: str) -> ReferenceModel | None:
     facts.init_prelude = _prelude(init, source, tree, assigned, facts.init_args)
     facts.input_ranks = _input_ranks(tree, facts.forward_args)
     try:
-        facts.outputs = _Reader(facts).forward(forward)
+        facts.outputs = _Reader(facts, _module_functions(tree)).forward(forward)
     except Unsupported as exc:
         facts.why_not = str(exc)
     return facts
@@ -256,9 +257,11 @@ def _dotted(node: ast.AST) -> str:
 
 
 class _Reader:
-    def __init__(self, facts: ReferenceModel):
+    def __init__(self, facts: ReferenceModel, functions: dict[str, ast.FunctionDef] | None = None):
         self.facts = facts
         self.env: dict[str, Node] = {}
+        self.functions = functions or {}
+        self.depth = 0
 
     def forward(self, fn: ast.FunctionDef) -> tuple[Node, ...]:
         body = list(fn.body)
@@ -267,6 +270,8 @@ class _Reader:
         for stmt in body:
             if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name):
                 self.env[stmt.targets[0].id] = self.expr(stmt.value)
+            elif isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Tuple):
+                self.env.update(unpack(self, stmt.targets[0], stmt.value))
             elif isinstance(stmt, ast.Return) and stmt.value is not None:
                 if isinstance(stmt.value, ast.Tuple):
                     return tuple(self.expr(e) for e in stmt.value.elts)
@@ -303,6 +308,8 @@ class _Reader:
             return Node(op, (self.expr(node.left), self.expr(node.right)))
         if isinstance(node, ast.Call):
             return self.call(node)
+        if isinstance(node, ast.Subscript):
+            return subscript(self, node)
         if isinstance(node, (ast.Tuple, ast.List)):
             return Node("opaque", name=ast.unparse(node))
         raise Unsupported(f"{type(node).__name__} expression")
@@ -319,10 +326,15 @@ class _Reader:
             return Node("t", (self.expr(node.value),))
         if node.attr == "dtype":
             return Node("opaque", name=ast.unparse(node))
+        if _dotted(node) in _MATH_CONSTANTS:
+            return const(_MATH_CONSTANTS[_dotted(node)])
         raise Unsupported(f"attribute .{node.attr}")
 
     def call(self, node: ast.Call) -> Node:
         func = node.func
+        layout = layout_call(self, node)
+        if layout is not None:
+            return layout
         if not isinstance(func, ast.Attribute):
             raise Unsupported(f"call of {ast.unparse(func)}")
         base = _dotted(func.value)
@@ -363,3 +375,232 @@ class _Reader:
             return self.expr(node)
         except Unsupported:
             return Node("opaque", name=ast.unparse(node))
+
+
+# ------------------------------------------------------------------------- layout ops of model graphs
+# Column views, broadcasts, gathers and concatenations: what RoPE, gated activations and attention
+# references are written with (``x1, x2 = x.chunk(2, dim=-1)``, ``x[..., 0::2]``, ``cos[:, None, :]``,
+# ``cache[positions]``, ``torch.cat([...], dim=-1)``, ``F.scaled_dot_product_attention``), and module-level
+# helper functions (``rotate_half``) inlined where called. Node ops:
+#   cols(x)          value ("chunk", i, n): part i of n equal parts of the last dimension;
+#                    value ("every", start, step): the columns start, start + step, ...
+#   unsqueeze(x)     value: the dimension inserted
+#   gather(t, idx)   t[idx] along dimension 0
+#   cat(a, b, ...)   kw dim; interleave(a, b): stack([a, b], dim=-1).flatten(-2)
+#   transpose(x)     value (d0, d1); sdpa(q, k, v) kw is_causal, scale, enable_gqa, attn_mask
+#   tuple(a, b, ...) a helper function's tuple result, unpacked by the caller
+
+_INLINE_DEPTH = 8
+_MATH_CONSTANTS = {"math.pi": math.pi, "math.e": math.e, "math.inf": math.inf}
+_MATH_FUNCTIONS = {"sqrt": math.sqrt, "log": math.log, "exp": math.exp, "log2": math.log2, "tanh": math.tanh}
+
+
+def _module_functions(tree: ast.Module) -> dict[str, ast.FunctionDef]:
+    return {n.name: n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name not in ("get_inputs",
+                                                                                               "get_init_inputs")}
+
+
+def _last_dim(reader: _Reader, node: ast.AST | None) -> bool:
+    if node is None:
+        return False
+    value = reader.expr(node)
+    return value.op == "const" and value.value == -1
+
+
+def _keyword(node: ast.Call, name: str, position: int) -> ast.AST | None:
+    for kw in node.keywords:
+        if kw.arg == name:
+            return kw.value
+    return node.args[position] if len(node.args) > position else None
+
+
+def unpack(reader: _Reader, target: ast.Tuple, value: ast.AST) -> dict[str, Node]:
+    """``a, b = ...``: a tuple of expressions, a last-dimension ``chunk``, or a helper's tuple result."""
+    names = []
+    for elt in target.elts:
+        if not isinstance(elt, ast.Name):
+            raise Unsupported(f"line {target.lineno}: unpacking into {ast.unparse(elt)}")
+        names.append(elt.id)
+    if isinstance(value, (ast.Tuple, ast.List)):
+        if len(value.elts) != len(names):
+            raise Unsupported(f"line {target.lineno}: unpacking {len(value.elts)} values into {len(names)}")
+        return dict(zip(names, [reader.expr(e) for e in value.elts]))
+    if isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and value.func.attr == "chunk":
+        method = _dotted(value.func.value) not in _NAMESPACES
+        source = value.func.value if method else (value.args[0] if value.args else None)
+        rest = value.args if method else value.args[1:]
+        parts = rest[0] if rest else None
+        dim = next((kw.value for kw in value.keywords if kw.arg == "dim"), rest[1] if len(rest) > 1 else None)
+        if source is None or not (isinstance(parts, ast.Constant) and parts.value == len(names)) \
+                or not _last_dim(reader, dim):
+            raise Unsupported(f"line {target.lineno}: chunk other than into equal parts of the last dimension")
+        base = reader.expr(source)
+        return {n: Node("cols", (base,), value=("chunk", i, len(names))) for i, n in enumerate(names)}
+    result = reader.expr(value)
+    if result.op != "tuple" or len(result.args) != len(names):
+        raise Unsupported(f"line {target.lineno}: unpacking {ast.unparse(value)}")
+    return dict(zip(names, result.args))
+
+
+def subscript(reader: _Reader, node: ast.Subscript) -> Node:
+    """``x[..., 0::2]`` (columns), ``t[:, None, :]`` (broadcast dimensions), ``table[idx]`` (a gather)."""
+    base = reader.expr(node.value)
+    index = node.slice
+    elts = list(index.elts) if isinstance(index, ast.Tuple) else [index]
+
+    def is_full(e: ast.AST) -> bool:
+        return isinstance(e, ast.Slice) and e.lower is None and e.upper is None and e.step is None
+
+    def is_none(e: ast.AST) -> bool:
+        return isinstance(e, ast.Constant) and e.value is None
+
+    def is_ellipsis(e: ast.AST) -> bool:
+        return isinstance(e, ast.Constant) and e.value is Ellipsis
+
+    if len(elts) == 2 and is_ellipsis(elts[0]) and isinstance(elts[1], ast.Slice) and elts[1].upper is None \
+            and elts[1].step is not None:
+        start = reader.expr(elts[1].lower) if elts[1].lower is not None else const(0)
+        step = reader.expr(elts[1].step)
+        if start.op == "const" and step.op == "const" and isinstance(step.value, int) and 0 <= start.value < step.value:
+            return Node("cols", (base,), value=("every", start.value, step.value))
+    if len(elts) == 2 and is_ellipsis(elts[0]) and isinstance(elts[1], ast.Slice) and elts[1].step is None:
+        half = _half_of(node.value, elts[1])  # x[..., : x.shape[-1] // 2], x[..., x.shape[-1] // 2 :]
+        if half is not None:
+            return Node("cols", (base,), value=("chunk", half, 2))
+    if all(is_full(e) or is_none(e) or is_ellipsis(e) for e in elts) and sum(map(is_ellipsis, elts)) <= 1 \
+            and any(map(is_none, elts)):
+        split = next((i for i, e in enumerate(elts) if is_ellipsis(e)), len(elts))
+        head, tail = elts[:split], elts[split + 1:]
+        out = base
+        for i, e in enumerate(head):
+            if is_none(e):
+                out = Node("unsqueeze", (out,), value=i)
+        for i, e in enumerate(tail):
+            if is_none(e):
+                out = Node("unsqueeze", (out,), value=i - len(tail))
+        return out
+    if not isinstance(index, (ast.Tuple, ast.Slice)) and not is_none(index) and not is_ellipsis(index):
+        idx = reader.expr(index)
+        if idx.op == "input":
+            return Node("gather", (base, idx))
+    raise Unsupported(f"line {node.lineno}: indexing {ast.unparse(node)}")
+
+
+def _half_of(tensor: ast.AST, piece: ast.Slice) -> int | None:
+    """0 or 1 when ``piece`` is the first or second half of ``tensor``'s last dimension."""
+    def is_half(e: ast.AST | None) -> bool:
+        return isinstance(e, ast.BinOp) and isinstance(e.op, ast.FloorDiv) and isinstance(e.right, ast.Constant) \
+            and e.right.value == 2 and ast.unparse(e.left) in (f"{ast.unparse(tensor)}.shape[-1]",
+                                                                f"{ast.unparse(tensor)}.size(-1)")
+    if piece.lower is None and is_half(piece.upper):
+        return 0
+    if piece.upper is None and is_half(piece.lower):
+        return 1
+    return None
+
+
+def layout_call(reader: _Reader, node: ast.Call) -> Node | None:
+    """Helper functions (inlined) and the layout ops above; ``None`` for any other call."""
+    func = node.func
+    if isinstance(func, ast.Name):
+        fn = reader.functions.get(func.id)
+        if fn is None:
+            return None
+        return _inline(reader, fn, node)
+    if not isinstance(func, ast.Attribute):
+        return None
+    name = func.attr
+    namespace = _dotted(func.value) in _NAMESPACES
+    if _dotted(func.value) == "math" and name in _MATH_FUNCTIONS and len(node.args) == 1 and not node.keywords:
+        arg = _fold(reader.expr(node.args[0]))
+        if arg.op == "const" and isinstance(arg.value, (int, float)):
+            return const(_MATH_FUNCTIONS[name](arg.value))
+        raise Unsupported(f"line {node.lineno}: math.{name} of a tensor")
+    if name in ("cat", "concat", "concatenate", "stack") and namespace:
+        seq = node.args[0] if node.args else None
+        if not isinstance(seq, (ast.List, ast.Tuple)) or not _last_dim(reader, _keyword(node, "dim", 1)):
+            raise Unsupported(f"line {node.lineno}: {name} other than of a list along the last dimension")
+        return Node("cat" if name != "stack" else "stack", tuple(reader.expr(e) for e in seq.elts),
+                    (("dim", const(-1)),))
+    if name == "flatten" and not namespace:
+        inner = reader.expr(func.value)
+        start = reader.expr(node.args[0]) if node.args else const(0)
+        if inner.op == "stack" and len(inner.args) == 2 and start.op == "const" and start.value == -2:
+            return Node("interleave", inner.args)
+        raise Unsupported(f"line {node.lineno}: flatten")
+    if name == "unsqueeze":
+        source = func.value if not namespace else (node.args[0] if node.args else None)
+        dim = _keyword(node, "dim", 0 if not namespace else 1)
+        value = reader.expr(dim) if dim is not None else None
+        if source is None or value is None or value.op != "const" or not isinstance(value.value, int):
+            raise Unsupported(f"line {node.lineno}: unsqueeze")
+        return Node("unsqueeze", (reader.expr(source),), value=value.value)
+    if name in ("transpose", "swapaxes") and not namespace and len(node.args) == 2:
+        dims = tuple(reader.expr(a) for a in node.args)
+        if any(d.op != "const" for d in dims):
+            raise Unsupported(f"line {node.lineno}: transpose")
+        return Node("transpose", (reader.expr(func.value),), value=tuple(d.value for d in dims))
+    if name == "bmm" and namespace and len(node.args) == 2 and not node.keywords:
+        return Node("matmul", (reader.expr(node.args[0]), reader.expr(node.args[1])))
+    if name == "glu" and namespace:
+        x = reader.expr(node.args[0])
+        dim = _keyword(node, "dim", 1)
+        if dim is not None and not _last_dim(reader, dim):
+            raise Unsupported(f"line {node.lineno}: glu other than over the last dimension")
+        return Node("mul", (Node("cols", (x,), value=("chunk", 0, 2)),
+                            Node("sigmoid", (Node("cols", (x,), value=("chunk", 1, 2)),))))
+    if name == "scaled_dot_product_attention" and namespace:
+        names = ("query", "key", "value", "attn_mask", "dropout_p", "is_causal", "scale", "enable_gqa")
+        given: dict[str, Node] = {}
+        for key, arg in zip(names, node.args):
+            given[key] = reader.expr(arg)
+        for kw in node.keywords:
+            if kw.arg not in names:
+                raise Unsupported(f"line {node.lineno}: scaled_dot_product_attention({kw.arg}=...)")
+            given[kw.arg] = reader.kwvalue(kw.value)
+        qkv = tuple(given.pop(k, None) for k in names[:3])
+        if any(t is None for t in qkv):
+            raise Unsupported(f"line {node.lineno}: scaled_dot_product_attention without q, k, v")
+        return Node("sdpa", qkv, tuple(sorted(given.items())))  # type: ignore[arg-type]
+    return None
+
+
+def _fold(node: Node) -> Node:
+    """Arithmetic on numbers evaluated (``2.0 * math.pi`` for ``math.sqrt``); anything else as it is."""
+    ops = {"add": lambda a, b: a + b, "sub": lambda a, b: a - b, "mul": lambda a, b: a * b,
+           "div": lambda a, b: a / b, "pow": lambda a, b: a ** b}
+    args = tuple(_fold(a) for a in node.args)
+    if not args or node.kw or any(a.op != "const" or not isinstance(a.value, (int, float)) for a in args):
+        return node
+    if node.op == "neg":
+        return const(-args[0].value)
+    if node.op in ops and len(args) == 2:
+        return const(ops[node.op](args[0].value, args[1].value))
+    return node
+
+
+def _inline(reader: _Reader, fn: ast.FunctionDef, node: ast.Call) -> Node:
+    """A module-level helper read as the expression it returns, its parameters bound to the call's arguments."""
+    if reader.depth >= _INLINE_DEPTH or fn.args.vararg or fn.args.kwarg or fn.args.kwonlyargs:
+        raise Unsupported(f"line {node.lineno}: call of {fn.name}")
+    params = [a.arg for a in fn.args.args]
+    defaults = dict(zip(params[len(params) - len(fn.args.defaults):], fn.args.defaults))
+    bound: dict[str, Node] = {}
+    for p, arg in zip(params, node.args):
+        bound[p] = reader.expr(arg)
+    for kw in node.keywords:
+        if kw.arg not in params:
+            raise Unsupported(f"line {node.lineno}: {fn.name}({kw.arg}=...)")
+        bound[kw.arg] = reader.expr(kw.value)
+    for p in params:
+        if p not in bound:
+            if p not in defaults:
+                raise Unsupported(f"line {node.lineno}: {fn.name} without {p}")
+            bound[p] = reader.expr(defaults[p])
+    saved = reader.env
+    reader.env, reader.depth = bound, reader.depth + 1
+    try:
+        result = reader.forward(fn)
+    finally:
+        reader.env, reader.depth = saved, reader.depth - 1
+    return result[0] if len(result) == 1 else Node("tuple", result)

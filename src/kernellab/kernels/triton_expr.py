@@ -98,7 +98,7 @@ def _check(node: Node, leaf_ok: Callable[[Node], bool]) -> None:
                 raise NotElementwise("gelu approximate")
         elif value.op == "const" and value.value is None and node.op == "clamp":
             continue
-        elif value.op in ("const", "scalar"):
+        elif value.op in ("const", "scalar") or (value.op == "neg" and value.args[0].op in ("const", "scalar")):
             _check(value, leaf_ok)
         else:
             raise NotElementwise(f"{node.op}({key}=...)")
