@@ -322,6 +322,8 @@ def attribute(events, *, device: str, calls: int, wall_us: float) -> CallProfile
     for e in cpu_events:
         if e.name.startswith(LABEL_PREFIX):
             continue
+        if not cuda and not _is_op(e.name):
+            continue  # framework ranges (Dynamo's region, autograd's engine) are not ops
         own = _own_device_us(e) if cuda else float(e.self_cpu_time_total)
         if cuda:
             launched += own
@@ -343,6 +345,11 @@ def attribute(events, *, device: str, calls: int, wall_us: float) -> CallProfile
     result.unscoped_us = sum(o.self_us for o in result.ops if o.scope is None)
     result.ops = _merge(result.ops)
     return result
+
+
+def _is_op(name: str) -> bool:
+    """An operator (``aten::mm``, a custom op ``ns::name``), not a framework range."""
+    return "::" in name and not name.startswith(("autograd::", "Torch", "torch::", "cuda", "Optimizer"))
 
 
 def _is_cpu(e) -> bool:

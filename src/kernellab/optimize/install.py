@@ -81,6 +81,13 @@ class InstalledKernel:
         return self.kind.call(self.reference.to(inputs[0].device), inputs)
 
 
+def _autograd_inside_op() -> Any:
+    """A custom op's implementation runs with autograd excluded from dispatch; the backward op
+    recomputes its outputs under autograd, so it lets autograd back in for that block."""
+    excluded = torch._C._dispatch_tls_local_exclude_set().remove(torch._C.DispatchKey.AutogradFunctionality)
+    return torch._C._ForceDispatchKeyGuard(torch._C._dispatch_tls_local_include_set(), excluded)
+
+
 def _register(k: InstalledKernel, outputs: int, digest: str) -> Any:
     name = f"k{k.record.slug}_{digest}".replace("-", "_")
     if name in _OPS:  # registered earlier in this process: the same files; calls now go to ``k``
@@ -110,7 +117,7 @@ def _register(k: InstalledKernel, outputs: int, digest: str) -> Any:
         inputs, grads = list(ts[:n]), list(ts[n:])
         k = holder[0]
         module = k.kernel if (k.record.backward and k.usable(inputs)) else k.reference
-        with torch.enable_grad():
+        with _autograd_inside_op(), torch.enable_grad():
             leaves = [t.detach().requires_grad_(i in grads_of) for i, t in enumerate(inputs)]
             out = k.kind.call(module.to(inputs[0].device), leaves)
             outs = list(out) if isinstance(out, tuple) else [out]
@@ -257,7 +264,9 @@ def apply(model: nn.Module, out: str | Path, *, compile: bool = False, only: lis
     Returns a compiled wrapper sharing the model's parameters: eager execution of the rewritten
     graphs, or with ``compile=True`` Inductor on them (the custom ops stay opaque calls, no graph
     break). ``only``: slugs to install (default every kernel the end-to-end check kept).
-    ``.kernellab_installer`` on the result tells how many chains each kernel replaced."""
+    ``.kernellab_installer`` on the result tells how many chains each kernel replaced. Dynamo may
+    reuse code it compiled for the same function under another backend: call ``torch._dynamo.reset()``
+    first when the same model was compiled before in this process."""
     kernels = [k for k in load_kernels(Path(out)) if only is None or k.record.slug in only]
     installer = Installer(kernels, inductor=compile)
     wrapped = torch.compile(model, backend=installer)

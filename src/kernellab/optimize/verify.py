@@ -64,7 +64,7 @@ class VerifyResult:
     peak_mem_bytes: dict[str, int | None] = field(default_factory=dict)
     projected_speedup: float | None = None
     uninstalled: dict[str, str] = field(default_factory=dict)
-    rewrites: dict[str, int] = field(default_factory=dict)
+    rewrites: dict[str, dict[str, int]] = field(default_factory=dict)
     note: str = ""
 
     @property
@@ -113,10 +113,13 @@ def _results(bundle: ModelBundle, fn: Callable[..., Any], inputs: tuple, mode: s
 
 
 def check_outputs(bundle: ModelBundle, out: Path, mode: str, dtype: torch.dtype, device: str,
-                  only: list[str] | None, seed: int) -> list[CheckResult]:
+                  only: list[str] | None, seed: int, rewrites: dict | None = None) -> list[CheckResult]:
+    """Original vs optimized at the profiled sizes and unseen ones; ``rewrites`` (if given) receives,
+    per kernel, how many chains it replaced and how often it ran or fell back."""
     name = str(dtype).replace("torch.", "")
     tol = TOLERANCE.get(name, 1e-3)
     eager = model_call(bundle, mode)
+    torch._dynamo.reset()  # Dynamo reuses code compiled for an earlier backend; each check installs anew
     optimized = apply(_Call(eager), out, only=only)
     results = []
     for i, (sizes, seen) in enumerate([(bundle.sizes, True)] + [(s, False) for s in bundle.perturbed_sizes()]):
@@ -129,6 +132,10 @@ def check_outputs(bundle: ModelBundle, out: Path, mode: str, dtype: torch.dtype,
             if err > worst or not where:
                 worst, where = err, key
         results.append(CheckResult(dict(sizes), seen, worst, tol, where))
+    if rewrites is not None:
+        for k in optimized.kernellab_installer.kernels:
+            rewrites[k.record.slug] = {"chains_replaced": k.rewrites, "kernel_calls": k.kernel_calls,
+                                       "fallback_calls": k.fallback_calls}
     return results
 
 
@@ -170,6 +177,7 @@ def time_variants(bundle: ModelBundle, out: Path, mode: str, dtype: torch.dtype,
                   only: list[str] | None, seed: int, with_compile: bool = True) -> tuple[dict, dict]:
     eager = model_call(bundle, mode)
     inputs = bundle.inputs(device=device, dtype=dtype, seed=seed + 7)
+    torch._dynamo.reset()
     variants: dict[str, Callable[..., Any]] = {"eager": eager, "kernellab": apply(_Call(eager), out, only=only)}
     if with_compile:
         torch._dynamo.reset()
@@ -217,6 +225,8 @@ def verify(bundle: ModelBundle, ops: list[OpRecord], out: Path, *, mode: str, dt
         slugs = [o.slug for o in candidates]
         checks = check_outputs(bundle, out, mode, dtype, device, slugs, seed) if slugs else checks
     result.checks = checks
+    if slugs:
+        check_outputs(bundle, out, mode, dtype, device, slugs, seed, rewrites=result.rewrites)
     if device.startswith("cuda") and slugs:
         if progress:
             progress("timing eager, kernellab, torch.compile and both together")
