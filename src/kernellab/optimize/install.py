@@ -233,6 +233,7 @@ def _replace(gm: fx.GraphModule, chain: Chain, op: Any) -> bool:
         results = [call] if len(chain.outputs) == 1 else \
             [gm.graph.call_function(__import__("operator").getitem, (call, i)) for i in range(len(chain.outputs))]
     for old, new in zip(chain.outputs, results):
+        new.meta.update(old.meta)  # shapes stay readable for the chains matched after this one
         old.replace_all_uses_with(new, delete_user_cb=lambda u: u not in members)
     for node in sorted(members, key=lambda n: -order[n]):
         if not node.users:
