@@ -101,3 +101,42 @@ def test_whole_pipeline_transformers_llama_train(tmp_path):
                              budget="1it", top=2, device="cpu"))
     verify = _check_folder(tmp_path, "train")
     assert any(c["where"].startswith(("grad", "loss")) for c in verify["checks"])
+
+
+WRONG_KERNEL = '''
+import torch
+import torch.nn as nn
+
+
+class ModelNew(nn.Module):
+    """Forgets the normalisation: a kernel that passes nothing but is installed here on purpose."""
+
+    def __init__(self, hidden, eps):
+        super().__init__()
+        self.weight = nn.Parameter(torch.ones(hidden))
+
+    def forward(self, x):
+        return x * self.weight
+'''
+
+
+def test_a_kernel_that_breaks_the_model_is_uninstalled(tmp_path):
+    """The end-to-end check takes out a kernel whose model outputs are wrong, and says why."""
+    from kernellab.optimize.extract import extract
+    from kernellab.optimize.profile import profile_model
+    from kernellab.optimize.records import read_ops, write_ops
+    from kernellab.optimize.verify import verify
+
+    bundle = load_model(TINY, "2x8")
+    profile = profile_model(bundle, mode="infer", dtype=torch.float32, device="cpu")
+    profile.rerank(frozenset({"add_rmsnorm"}))
+    ops = extract(profile.hotspots, tmp_path, top=1, mode="infer", skip_ops=("linear",))
+    assert ops[0].kind == "rmsnorm" and ops[0].template == "norm"
+    (tmp_path / "kernels").mkdir()
+    (tmp_path / "kernels" / "wrong.py").write_text(WRONG_KERNEL)
+    ops[0].kernel, ops[0].verified_dtypes = "kernels/wrong.py", ["float32"]
+    write_ops(tmp_path, ops)
+    result = verify(bundle, ops, tmp_path, mode="infer", dtype=torch.float32, device="cpu")
+    record = read_ops(tmp_path)[0]
+    assert record.uninstalled and not record.installed and "breaks the model" in record.verdict
+    assert result.uninstalled == {record.slug: record.verdict}

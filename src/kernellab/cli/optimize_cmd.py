@@ -28,6 +28,10 @@ def optimize_command(
     top: Annotated[int, typer.Option("--top", help="how many ops/chains to extract and solve")] = 8,
     device: Annotated[str | None, typer.Option("--device", help="cuda | cpu (default: cuda when present)")] = None,
     seed: Annotated[int, typer.Option("--seed")] = 0,
+    skip_ops: Annotated[str, typer.Option("--skip-ops", help="single ops left to their libraries (comma list; "
+                                                           "'' extracts them too)")] = "linear,matmul,sdpa,conv2d",
+    no_compile_compare: Annotated[bool, typer.Option("--no-compile-compare",
+                                                     help="do not time torch.compile variants")] = False,
     agent_option: Annotated[list[str] | None, typer.Option("--agent-option", help="key=value (repeatable)")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="print verify.json on stdout")] = False,
     debug: Annotated[bool, typer.Option("--debug", help="tracebacks")] = False,
@@ -40,7 +44,9 @@ def optimize_command(
     try:
         options = OptimizeOptions(model=model, inputs=inputs, out=out, mode=mode, dtype=dtype, agent=agent,
                                   strategy=strategy, budget=budget, top=top, device=device, seed=seed,
-                                  agent_options=tuple(parse_pairs(agent_option, "--agent-option").items()))
+                                  agent_options=tuple(parse_pairs(agent_option, "--agent-option").items()),
+                                  skip_ops=tuple(o.strip() for o in skip_ops.split(",") if o.strip()),
+                                  compare_compile=not no_compile_compare)
         result = optimize(options, progress=lambda m: typer.echo(m, err=True))
     except (*UsageError, AgentError, ModelSourceError, ValueError) as exc:
         report_usage_error(exc, debug)

@@ -69,8 +69,10 @@ def task_toml(kind: KindSpec, sizes: dict[str, int], dtype: str, backward: bool,
     return text
 
 
-def extract(spots: list[Hotspot], out: Path, *, top: int, mode: str) -> list[OpRecord]:
-    """Write a task folder for each of the first ``top`` extractable hotspots; return their records."""
+def extract(spots: list[Hotspot], out: Path, *, top: int, mode: str,
+            skip_ops: tuple[str, ...] = ()) -> list[OpRecord]:
+    """Write a task folder for each of the first ``top`` extractable hotspots (single ops named in
+    ``skip_ops`` are left to their libraries); return their records."""
     from kernellab.kernels.template import match_templates
     from kernellab.tasks.load import load_task
 
@@ -79,6 +81,8 @@ def extract(spots: list[Hotspot], out: Path, *, top: int, mode: str) -> list[OpR
         kind = kind_of(h.kind, h.spec, h.shapes)
         dtype = h.dtypes[0] if h.dtypes else "float32"
         if kind is None or dtype not in _DTYPE_NAMES or any(s is None for s in h.shapes):
+            continue
+        if h.kind == "op" and h.spec.get("op") in skip_ops:
             continue
         h.extractable = True
         if len(records) >= top:

@@ -38,6 +38,10 @@ class OptimizeOptions:
     seed: int = 0
     agent_options: tuple[tuple[str, str], ...] = ()
     strategy_options: tuple[tuple[str, str], ...] = (("patience", "3"),)
+    # single ops ranked in the table but not extracted: vendor libraries (cuBLAS, cuDNN, flash
+    # attention) already run them near their peak; pass () to extract them too
+    skip_ops: tuple[str, ...] = ("linear", "matmul", "sdpa", "conv2d")
+    compare_compile: bool = True  # time torch.compile and kernellab under torch.compile too
 
     def resolved_device(self) -> str:
         return self.device or ("cuda" if torch.cuda.is_available() else "cpu")
@@ -75,14 +79,14 @@ def optimize(options: OptimizeOptions, progress: Callable[[str], None] | None = 
     bundle.model.to(device=device, dtype=dtype)
     say(f"profiling {bundle.name} ({options.mode}, {options.dtype}, {bundle.sizes}) on {device}")
     profile = profile_model(bundle, mode=options.mode, dtype=dtype, device=device, seed=options.seed)
-    ops = extract(profile.hotspots, out, top=options.top, mode=options.mode)
+    ops = extract(profile.hotspots, out, top=options.top, mode=options.mode, skip_ops=options.skip_ops)
     if options.agent == "search":  # a wider fusion no template implements gives way to the narrower ones inside
         uncovered = frozenset(o.kind for o in ops if o.template is None and o.kind in WIDER)
         if uncovered:
             say(f"no template for {', '.join(sorted(uncovered))}: ranking their parts instead")
             shutil.rmtree(out / "tasks", ignore_errors=True)
             profile.rerank(uncovered)
-            ops = extract(profile.hotspots, out, top=options.top, mode=options.mode)
+            ops = extract(profile.hotspots, out, top=options.top, mode=options.mode, skip_ops=options.skip_ops)
     write_json(out / PROFILE_FILE, profile.to_dict())
     write_ops(out, ops)
     solvable = [o for o in ops if options.agent != "search" or o.template]
@@ -93,7 +97,8 @@ def optimize(options: OptimizeOptions, progress: Callable[[str], None] | None = 
                seed=options.seed, progress=say)
     write_ops(out, ops)
     say("verifying the optimized model end to end")
-    result = verify(bundle, ops, out, mode=options.mode, dtype=dtype, device=device, seed=options.seed, progress=say)
+    result = verify(bundle, ops, out, mode=options.mode, dtype=dtype, device=device, seed=options.seed, progress=say,
+                    with_compile=options.compare_compile)
     write_json(out / VERIFY_FILE, result.to_dict())
     from kernellab.report.optimize_report import write_optimize_report
 

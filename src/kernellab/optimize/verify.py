@@ -201,7 +201,7 @@ def time_variants(bundle: ModelBundle, out: Path, mode: str, dtype: torch.dtype,
 
 
 def verify(bundle: ModelBundle, ops: list[OpRecord], out: Path, *, mode: str, dtype: torch.dtype, device: str,
-           seed: int = 0, progress: Callable[[str], None] | None = None) -> VerifyResult:
+           seed: int = 0, progress: Callable[[str], None] | None = None, with_compile: bool = True) -> VerifyResult:
     name = str(dtype).replace("torch.", "")
     result = VerifyResult(mode, name, device)
     candidates = [o for o in ops if o.installed_candidate]
@@ -230,8 +230,12 @@ def verify(bundle: ModelBundle, ops: list[OpRecord], out: Path, *, mode: str, dt
     if device.startswith("cuda") and slugs:
         if progress:
             progress("timing eager, kernellab, torch.compile and both together")
-        times, mem = time_variants(bundle, out, mode, dtype, device, slugs, seed)
-        for op in list(candidates):  # regressions: is the model faster without this kernel?
+        times, mem = time_variants(bundle, out, mode, dtype, device, slugs, seed, with_compile)
+        # regressions: is the model faster without a kernel? Each one is taken out in turn when the
+        # whole is not faster than eager (some kernel costs more than it gives) or there are few
+        ablate = len(candidates) <= 3 or not (times.get("kernellab") and times.get("eager")
+                                               and times["kernellab"] < times["eager"])
+        for op in list(candidates) if ablate else []:
             others = [s for s in slugs if s != op.slug]
             t_without, _ = time_variants(bundle, out, mode, dtype, device, others, seed, with_compile=False) \
                 if others else ({"kernellab": times["eager"]}, {})
@@ -242,7 +246,7 @@ def verify(bundle: ModelBundle, ops: list[OpRecord], out: Path, *, mode: str, dt
                               f"{times['kernellab']:.3f} ms)")
                 result.uninstalled[op.slug] = op.verdict
                 slugs = others
-                times, mem = time_variants(bundle, out, mode, dtype, device, slugs, seed)
+                times, mem = time_variants(bundle, out, mode, dtype, device, slugs, seed, with_compile)
         result.timings_ms, result.peak_mem_bytes = times, mem
     else:
         result.note = "timings need a GPU (under the Triton interpreter kernels run as Python): correctness only"

@@ -1,0 +1,117 @@
+"""Eager, torch.compile, Liger-Kernel and kernellab on the same model, inference and training.
+
+    PYTHONPATH=src python benchmarks/optimize_side_by_side.py --kernels runs/opt-llama --out results.json
+
+The model is the Llama-style preset (transformers config, random weights, bf16). ``--kernels`` is a
+``kernellab optimize`` folder (its verified kernels are installed with ``kernellab.apply``). Liger is
+``apply_liger_kernel_to_llama`` where ``liger_kernel`` imports (install it from its wheel). Median of
+CUDA-event-timed steps; peak memory per variant. Prints a table and writes JSON.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+
+import torch
+
+
+def build(preset: str, liger: bool):
+    if liger:
+        from liger_kernel.transformers import apply_liger_kernel_to_llama
+
+        apply_liger_kernel_to_llama()  # patches the transformers classes before the model is built
+    from kernellab.optimize.model_source import load_model
+
+    return load_model(preset, "1x1")
+
+
+def timed(step, steps: int = 10, warmup: int = 3) -> tuple[float, int]:
+    for _ in range(warmup):
+        step()
+    torch.cuda.synchronize()
+    torch.cuda.reset_peak_memory_stats()
+    times = []
+    for _ in range(steps):
+        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        a.record()
+        step()
+        b.record()
+        torch.cuda.synchronize()
+        times.append(a.elapsed_time(b))
+    return statistics.median(times), torch.cuda.max_memory_allocated()
+
+
+def run(args) -> list[dict]:
+    import kernellab
+
+    rows = []
+    variants = ["eager", "compile", "kernellab", "kernellab+compile", "liger"]
+    # Liger patches the transformers classes for the rest of the process: its rows come last
+    for variant in variants:
+        for mode in args.modes.split(","):
+            for shape in args.shapes.split(","):
+                b, s = (int(v) for v in shape.split("x"))
+                torch._dynamo.reset()
+                try:
+                    bundle = build(args.preset, liger=variant == "liger")
+                except ImportError as exc:
+                    rows.append({"mode": mode, "shape": shape, "variant": variant, "error": str(exc)})
+                    continue
+                model = bundle.model.to("cuda", torch.bfloat16).train(mode == "train")
+                fn = bundle.loss if mode == "train" else bundle.forward
+                call = lambda *x, m=model: fn(m, *x)  # noqa: E731
+                if variant == "compile":
+                    call = torch.compile(call)
+                elif variant.startswith("kernellab"):
+                    call = kernellab.apply(_Wrap(call), args.kernels, compile=variant.endswith("compile"))
+                inputs = bundle.inputs({"B": b, "S": s}, "cuda", torch.bfloat16, seed=1)
+
+                def step():
+                    if mode == "train":
+                        call(*inputs).backward()
+                        model.zero_grad(set_to_none=True)
+                    else:
+                        with torch.no_grad():
+                            call(*inputs)
+                try:
+                    ms, mem = timed(step)
+                    rows.append({"mode": mode, "shape": shape, "variant": variant, "ms": ms, "peak_gib": mem / 2**30})
+                except Exception as exc:  # a variant that cannot run is a row with its error
+                    rows.append({"mode": mode, "shape": shape, "variant": variant, "error": f"{type(exc).__name__}: {exc}"})
+                del model, bundle
+                torch.cuda.empty_cache()
+    return rows
+
+
+class _Wrap(torch.nn.Module):
+    def __init__(self, fn):
+        super().__init__()
+        self.fn = fn
+
+    def forward(self, *a):
+        return self.fn(*a)
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--preset", default="llama")
+    p.add_argument("--kernels", required=True, help="a kernellab optimize folder")
+    p.add_argument("--modes", default="infer,train")
+    p.add_argument("--shapes", default="4x2048,32x512")
+    p.add_argument("--out", default="optimize_side_by_side.json")
+    args = p.parse_args()
+    rows = run(args)
+    base = {(r["mode"], r["shape"]): r.get("ms") for r in rows if r["variant"] == "eager"}
+    for r in rows:
+        e = base.get((r["mode"], r["shape"]))
+        r["vs_eager"] = e / r["ms"] if r.get("ms") and e else None
+        print(f"{r['mode']:6s} {r['shape']:8s} {r['variant']:18s} "
+              + (f"{r['ms']:8.2f} ms  x{r['vs_eager']:.2f}  {r['peak_gib']:.2f} GiB" if r.get("ms") else r.get("error", "")))
+    with open(args.out, "w") as f:
+        json.dump(rows, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()
