@@ -47,7 +47,8 @@ def run(args) -> list[dict]:
     import kernellab
 
     rows = []
-    variants = ["eager", "compile", "kernellab", "kernellab+compile", "liger"]
+    variants = [v for v in args.variants.split(",") if v]
+    variants.sort(key=lambda v: v == "liger")
     # Liger patches the transformers classes for the rest of the process: its rows come last
     for variant in variants:
         for mode in args.modes.split(","):
@@ -101,6 +102,7 @@ def main() -> None:
     p.add_argument("--modes", default="infer,train")
     p.add_argument("--shapes", default="4x2048,32x512")
     p.add_argument("--out", default="optimize_side_by_side.json")
+    p.add_argument("--variants", default="eager,compile,kernellab,kernellab+compile,liger")
     args = p.parse_args()
     rows = run(args)
     base = {(r["mode"], r["shape"]): r.get("ms") for r in rows if r["variant"] == "eager"}

@@ -32,6 +32,8 @@ def optimize_command(
                                                            "'' extracts them too)")] = "linear,matmul,sdpa,conv2d",
     no_compile_compare: Annotated[bool, typer.Option("--no-compile-compare",
                                                      help="do not time torch.compile variants")] = False,
+    no_sanitize: Annotated[bool, typer.Option("--no-sanitize", help="skip compute-sanitizer in the ops' final "
+                                                                    "verdicts (faster; marked in each verdict)")] = False,
     agent_option: Annotated[list[str] | None, typer.Option("--agent-option", help="key=value (repeatable)")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="print verify.json on stdout")] = False,
     debug: Annotated[bool, typer.Option("--debug", help="tracebacks")] = False,
@@ -46,7 +48,7 @@ def optimize_command(
                                   strategy=strategy, budget=budget, top=top, device=device, seed=seed,
                                   agent_options=tuple(parse_pairs(agent_option, "--agent-option").items()),
                                   skip_ops=tuple(o.strip() for o in skip_ops.split(",") if o.strip()),
-                                  compare_compile=not no_compile_compare)
+                                  compare_compile=not no_compile_compare, sanitize=not no_sanitize)
         result = optimize(options, progress=lambda m: typer.echo(m, err=True))
     except (*UsageError, AgentError, ModelSourceError, ValueError) as exc:
         report_usage_error(exc, debug)

@@ -61,6 +61,7 @@ class InstalledKernel:
     rewrites: int = 0  # chains replaced in captured graphs
     kernel_calls: int = 0
     fallback_calls: int = 0
+    _device: torch.device | None = None
 
     def usable(self, inputs: list[torch.Tensor]) -> bool:
         """The kernel runs only on what it was verified on: its dtype, its fixed dimensions, its device."""
@@ -73,12 +74,20 @@ class InstalledKernel:
                     return False
         return True
 
+    def on(self, module: nn.Module, device: torch.device) -> nn.Module:
+        """The module on ``device`` (its own parameters are replaced at each call; buffers follow)."""
+        if self._device != device:
+            self.kernel.to(device)
+            self.reference.to(device)
+            self._device = device
+        return module
+
     def run(self, inputs: list[torch.Tensor]) -> Any:
         if self.usable(inputs):
             self.kernel_calls += 1
-            return self.kind.call(self.kernel.to(inputs[0].device), inputs)
+            return self.kind.call(self.on(self.kernel, inputs[0].device), inputs)
         self.fallback_calls += 1
-        return self.kind.call(self.reference.to(inputs[0].device), inputs)
+        return self.kind.call(self.on(self.reference, inputs[0].device), inputs)
 
 
 def _autograd_inside_op() -> Any:
@@ -119,7 +128,7 @@ def _register(k: InstalledKernel, outputs: int, digest: str) -> Any:
         module = k.kernel if (k.record.backward and k.usable(inputs)) else k.reference
         with _autograd_inside_op(), torch.enable_grad():
             leaves = [t.detach().requires_grad_(i in grads_of) for i, t in enumerate(inputs)]
-            out = k.kind.call(module.to(inputs[0].device), leaves)
+            out = k.kind.call(k.on(module, inputs[0].device), leaves)
             outs = list(out) if isinstance(out, tuple) else [out]
             wrt = [leaves[i] for i in grads_of]
             got = torch.autograd.grad(outs, wrt, grads, allow_unused=True)

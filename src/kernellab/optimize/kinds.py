@@ -195,7 +195,8 @@ def _rope_ref(shapes, spec):
 
 
 def _rope_call(module, inputs):
-    return tuple(module(*inputs))
+    # q and k come out of a transpose in most models: a kernel gets them dense, as its task's inputs are
+    return tuple(module(*(t.contiguous() for t in inputs)))
 
 
 def _rope_fixed(shapes):

@@ -42,6 +42,7 @@ class OptimizeOptions:
     # attention) already run them near their peak; pass () to extract them too
     skip_ops: tuple[str, ...] = ("linear", "matmul", "sdpa", "conv2d")
     compare_compile: bool = True  # time torch.compile and kernellab under torch.compile too
+    sanitize: bool = True  # compute-sanitizer in each op's final verdict (GPU)
 
     def resolved_device(self) -> str:
         return self.device or ("cuda" if torch.cuda.is_available() else "cpu")
@@ -94,7 +95,7 @@ def optimize(options: OptimizeOptions, progress: Callable[[str], None] | None = 
     say(f"{len(ops)} ops extracted, {len(solvable)} to solve, {budget} each")
     search_ops(ops, out, agent=options.agent, strategy=options.strategy, budget=budget, device=device,
                agent_options=dict(options.agent_options), strategy_options=dict(options.strategy_options),
-               seed=options.seed, progress=say)
+               seed=options.seed, progress=say, sanitize=options.sanitize)
     write_ops(out, ops)
     say("verifying the optimized model end to end")
     result = verify(bundle, ops, out, mode=options.mode, dtype=dtype, device=device, seed=options.seed, progress=say,

@@ -22,7 +22,10 @@ log = logging.getLogger(__name__)
 
 def search_ops(ops: list[OpRecord], out: Path, *, agent: str, strategy: str, budget: str, device: str,
                agent_options: dict[str, Any] | None = None, strategy_options: dict[str, Any] | None = None,
-               seed: int = 0, progress: Callable[[str], None] | None = None) -> None:
+               seed: int = 0, progress: Callable[[str], None] | None = None, sanitize: bool = True) -> None:
+    """Solve each op; the whole model is compared with torch.compile later, so the per-op verdicts
+    skip the torch.compile baseline and holdout timings (holdout correctness is still judged)."""
+    options = EvalOptions(device=device, compile_baseline=False, time_holdout=False, sanitize=sanitize)
     (out / "kernels").mkdir(exist_ok=True)
     for op in ops:
         if agent == "search" and op.template is None:
@@ -35,7 +38,7 @@ def search_ops(ops: list[OpRecord], out: Path, *, agent: str, strategy: str, bud
             shutil.rmtree(folder)
         try:
             result = solve(out / op.task, agent, agent_options or {}, strategy, strategy_options or {}, budget,
-                           folder, confine=True, eval_options=EvalOptions(device=device), seed=seed)
+                           folder, confine=True, eval_options=options, seed=seed)
         except Exception as exc:  # one op's failure is that op's verdict, not the run's
             log.warning("solve of %s failed: %s", op.slug, exc)
             op.solve_status, op.solve_note = "error", f"{type(exc).__name__}: {exc}"

@@ -34,7 +34,8 @@ def time_bars(profile: dict[str, Any], ops: list[dict[str, Any]]) -> list[tuple[
     for h in spots[:TOP]:
         s = installed.get(h["key"])
         bars.append((h["key"], h["time_us"], h["time_us"] / s if s else h["time_us"]))
-    rest = sum(h["time_us"] for h in spots[TOP:]) + profile.get("unscoped_us", 0.0)
+    total = profile.get("total_us") or sum(h["time_us"] for h in spots)
+    rest = max(total - sum(b[1] for b in bars), 0.0)  # the other ops, and time outside the model's graph
     bars.append(("everything else", rest, rest))
     return bars
 
@@ -121,6 +122,44 @@ def markdown(out: Path) -> str:
     return "\n".join(lines)
 
 
+def _inline(text: str) -> str:
+    parts = html.escape(text).split("`")
+    return "".join(f"<code>{p}</code>" if i % 2 else p for i, p in enumerate(parts))
+
+
+def to_html(md: str) -> str:
+    """The Markdown this module writes (headings, tables, lists, paragraphs) as HTML."""
+    out: list[str] = []
+    lines = md.split("\n")
+    i = 0
+    while i < len(lines):
+        line = lines[i]
+        if line.startswith("#"):
+            level = len(line) - len(line.lstrip("#"))
+            out.append(f"<h{level}>{_inline(line[level:].strip())}</h{level}>")
+        elif line.startswith("|"):
+            rows = []
+            while i < len(lines) and lines[i].startswith("|"):
+                rows.append([c.strip() for c in lines[i].strip("|").split("|")])
+                i += 1
+            head, body = rows[0], [r for r in rows[2:]]
+            out.append("<table><tr>" + "".join(f"<th>{_inline(c)}</th>" for c in head) + "</tr>"
+                       + "".join("<tr>" + "".join(f"<td>{_inline(c)}</td>" for c in r) + "</tr>" for r in body)
+                       + "</table>")
+            continue
+        elif line.startswith("- "):
+            items = []
+            while i < len(lines) and lines[i].startswith("- "):
+                items.append(f"<li>{_inline(lines[i][2:])}</li>")
+                i += 1
+            out.append("<ul>" + "".join(items) + "</ul>")
+            continue
+        elif line.strip():
+            out.append(f"<p>{_inline(line)}</p>")
+        i += 1
+    return "\n".join(out)
+
+
 def write_optimize_report(out: str | Path) -> tuple[Path, Path]:
     """Write ``report.md``, ``report.html`` and ``time.svg`` into ``out``."""
     out = Path(out)
@@ -130,9 +169,10 @@ def write_optimize_report(out: str | Path) -> tuple[Path, Path]:
     (out / "time.svg").write_text(svg)
     md = markdown(out)
     (out / "report.md").write_text(md)
-    body = html.escape(md.replace("![where the time goes](time.svg)", "")).replace("\n", "<br>\n")
-    page = (f"<!doctype html><html><head><meta charset='utf-8'><title>kernellab optimize</title></head>"
-            f"<body style='font-family:sans-serif'><div style='white-space:pre-wrap;font-family:monospace'>{body}</div>"
-            f"{svg}</body></html>")
+    body = to_html(md.replace("![where the time goes](time.svg)", ""))
+    page = (f"<!doctype html><html><head><meta charset='utf-8'><title>kernellab optimize</title><style>"
+            f"body{{font-family:sans-serif;max-width:1100px;margin:auto}} table{{border-collapse:collapse}} "
+            f"td,th{{border:1px solid #ccc;padding:2px 6px;font-size:13px}}</style></head><body>{body}{svg}"
+            f"</body></html>")
     (out / "report.html").write_text(page)
     return out / "report.md", out / "report.html"
