@@ -152,3 +152,26 @@ def test_a_kernel_that_breaks_the_model_is_uninstalled(tiny_run, tmp_path):
     assert by_slug[norm.slug].uninstalled and "breaks the model" in by_slug[norm.slug].verdict
     assert result.uninstalled == {norm.slug: by_slug[norm.slug].verdict}
     assert result.passed and all(o.installed for o in by_slug.values() if o.slug != norm.slug)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("backend", ["aot_eager", "inductor"])
+def test_installed_ops_trace_under_compile_with_gradients(tiny_run, backend):
+    """The installed custom ops go through AOTAutograd (fake implementations, autograd formulas)
+    and Inductor in one graph, and give the original model's gradients."""
+    import copy
+
+    import kernellab
+
+    bundle = load_model(TINY, "2x6")
+    reference = copy.deepcopy(bundle.model)
+    torch._dynamo.reset()
+    optimized = kernellab.apply(bundle.model, tiny_run[0], compile=backend)
+    x = bundle.inputs(seed=3)[0]
+    optimized(x).float().square().mean().backward()
+    reference(x).float().square().mean().backward()
+    installer = optimized.kernellab_installer
+    assert len(installer.graphs) == 1  # no graph break
+    assert sum(k.rewrites for k in installer.kernels) >= 2 and sum(k.kernel_calls for k in installer.kernels) >= 2
+    for (name, p), q in zip(bundle.model.named_parameters(), reference.parameters()):
+        torch.testing.assert_close(p.grad, q.grad, rtol=1e-4, atol=1e-5, msg=name)

@@ -253,32 +253,31 @@ def _replace(gm: fx.GraphModule, chain: Chain, op: Any) -> bool:
 class Installer:
     """A Dynamo backend: rewrite each captured graph, then run it as is (eager) or through Inductor."""
 
-    def __init__(self, kernels: list[InstalledKernel], *, inductor: bool = False):
+    def __init__(self, kernels: list[InstalledKernel], *, then: str | None = None):
         self.kernels = kernels
-        self.inductor = inductor
+        self.then = then  # a Dynamo backend name to hand the rewritten graphs to ("inductor"), or None: eager
         self.graphs: list[CapturedGraph] = []
 
     def __call__(self, gm: fx.GraphModule, example_inputs: list[Any]) -> Callable[..., Any]:
         rewrite(gm, self.kernels)
         self.graphs.append(CapturedGraph(len(self.graphs), gm, list(example_inputs)))
-        if self.inductor:
-            from torch._inductor.compile_fx import compile_fx
-
-            return compile_fx(gm, example_inputs)
+        if self.then is not None:
+            return torch._dynamo.lookup_backend(self.then)(gm, example_inputs)
         return gm.forward
 
 
-def apply(model: nn.Module, out: str | Path, *, compile: bool = False, only: list[str] | None = None) -> nn.Module:
+def apply(model: nn.Module, out: str | Path, *, compile: bool | str = False,
+          only: list[str] | None = None) -> nn.Module:
     """``model`` with the verified kernels of ``out`` (a ``kernellab optimize`` folder) installed.
 
     Returns a compiled wrapper sharing the model's parameters: eager execution of the rewritten
     graphs, or with ``compile=True`` Inductor on them (the custom ops stay opaque calls, no graph
-    break). ``only``: slugs to install (default every kernel the end-to-end check kept).
+    break; ``compile="aot_eager"`` or any Dynamo backend name hands them to that backend instead). ``only``: slugs to install (default every kernel the end-to-end check kept).
     ``.kernellab_installer`` on the result tells how many chains each kernel replaced. Dynamo may
     reuse code it compiled for the same function under another backend: call ``torch._dynamo.reset()``
     first when the same model was compiled before in this process."""
     kernels = [k for k in load_kernels(Path(out)) if only is None or k.record.slug in only]
-    installer = Installer(kernels, inductor=compile)
+    installer = Installer(kernels, then=("inductor" if compile is True else compile or None))
     wrapped = torch.compile(model, backend=installer)
     wrapped.kernellab_installer = installer
     return wrapped
