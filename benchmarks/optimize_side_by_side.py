@@ -30,6 +30,15 @@ def build(preset: str, liger: bool):
 def timed(step, steps: int = 10, warmup: int = 3) -> tuple[float, int]:
     for _ in range(warmup):
         step()
+    if not torch.cuda.is_available():  # plumbing only: wall-clock on the CPU
+        import time
+
+        times = []
+        for _ in range(steps):
+            began = time.perf_counter()
+            step()
+            times.append((time.perf_counter() - began) * 1e3)
+        return statistics.median(times), 0
     torch.cuda.synchronize()
     torch.cuda.reset_peak_memory_stats()
     times = []
@@ -47,6 +56,7 @@ def run(args) -> list[dict]:
     import kernellab
 
     rows = []
+    dtype = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32}[args.dtype]
     variants = [v for v in args.variants.split(",") if v]
     variants.sort(key=lambda v: v == "liger")
     # Liger patches the transformers classes for the rest of the process: its rows come last
@@ -60,14 +70,14 @@ def run(args) -> list[dict]:
                 except ImportError as exc:
                     rows.append({"mode": mode, "shape": shape, "variant": variant, "error": str(exc)})
                     continue
-                model = bundle.model.to("cuda", torch.bfloat16).train(mode == "train")
+                model = bundle.model.to(args.device, dtype).train(mode == "train")
                 fn = bundle.loss if mode == "train" else bundle.forward
                 call = lambda *x, m=model: fn(m, *x)  # noqa: E731
                 if variant == "compile":
                     call = torch.compile(call)
                 elif variant.startswith("kernellab"):
                     call = kernellab.apply(_Wrap(call), args.kernels, compile=variant.endswith("compile"))
-                inputs = bundle.inputs({"B": b, "S": s}, "cuda", torch.bfloat16, seed=1)
+                inputs = bundle.inputs({"B": b, "S": s}, args.device, dtype, seed=1)
 
                 def step():
                     if mode == "train":
@@ -82,7 +92,8 @@ def run(args) -> list[dict]:
                 except Exception as exc:  # a variant that cannot run is a row with its error
                     rows.append({"mode": mode, "shape": shape, "variant": variant, "error": f"{type(exc).__name__}: {exc}"})
                 del model, bundle
-                torch.cuda.empty_cache()
+                if torch.cuda.is_available():
+                    torch.cuda.empty_cache()
     return rows
 
 
@@ -102,6 +113,8 @@ def main() -> None:
     p.add_argument("--modes", default="infer,train")
     p.add_argument("--shapes", default="4x2048,32x512")
     p.add_argument("--out", default="optimize_side_by_side.json")
+    p.add_argument("--device", default="cuda")
+    p.add_argument("--dtype", default="bf16")
     p.add_argument("--variants", default="eager,compile,kernellab,kernellab+compile,liger")
     args = p.parse_args()
     rows = run(args)
@@ -110,7 +123,8 @@ def main() -> None:
         e = base.get((r["mode"], r["shape"]))
         r["vs_eager"] = e / r["ms"] if r.get("ms") and e else None
         print(f"{r['mode']:6s} {r['shape']:8s} {r['variant']:18s} "
-              + (f"{r['ms']:8.2f} ms  x{r['vs_eager']:.2f}  {r['peak_gib']:.2f} GiB" if r.get("ms") else r.get("error", "")))
+              + (f"{r['ms']:8.2f} ms  x{r['vs_eager'] or 0:.2f}  {r['peak_gib']:.2f} GiB" if r.get("ms")
+                 else r.get("error", "")))
     with open(args.out, "w") as f:
         json.dump(rows, f, indent=1)
 

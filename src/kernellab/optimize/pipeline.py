@@ -90,6 +90,8 @@ def optimize(options: OptimizeOptions, progress: Callable[[str], None] | None = 
             ops = extract(profile.hotspots, out, top=options.top, mode=options.mode, skip_ops=options.skip_ops)
     write_json(out / PROFILE_FILE, profile.to_dict())
     write_ops(out, ops)
+    if device.startswith("cuda"):
+        torch.cuda.empty_cache()  # the solves' sandbox children need the memory the profile cached
     solvable = [o for o in ops if options.agent != "search" or o.template]
     budget = per_op_budget(options.budget, len(solvable))
     say(f"{len(ops)} ops extracted, {len(solvable)} to solve, {budget} each")
