@@ -52,49 +52,54 @@ def timed(step, steps: int = 10, warmup: int = 3) -> tuple[float, int]:
     return statistics.median(times), torch.cuda.max_memory_allocated()
 
 
-def run(args) -> list[dict]:
+def measure(args, variant: str, mode: str, shape: str, dtype: torch.dtype) -> dict:
+    """One row: the model built afresh (Liger patches it at build time), the variant applied, timed."""
     import kernellab
 
-    rows = []
+    row = {"mode": mode, "shape": shape, "variant": variant}
+    torch._dynamo.reset()
+    try:
+        bundle = build(args.preset, liger=variant == "liger")
+    except ImportError as exc:
+        return {**row, "error": str(exc)}
+    b, s = (int(v) for v in shape.split("x"))
+    model = bundle.model.to(args.device, dtype).train(mode == "train")
+    fn = bundle.loss if mode == "train" else bundle.forward
+
+    def call(*x):
+        return fn(model, *x)
+
+    if variant == "compile":
+        call = torch.compile(call)
+    elif variant.startswith("kernellab"):
+        call = kernellab.apply(_Wrap(call), args.kernels, compile=variant.endswith("compile"))
+    inputs = bundle.inputs({"B": b, "S": s}, args.device, dtype, seed=1)
+
+    def step():
+        if mode == "train":
+            call(*inputs).backward()
+            model.zero_grad(set_to_none=True)
+        else:
+            with torch.no_grad():
+                call(*inputs)
+
+    try:
+        ms, mem = timed(step)
+        row.update(ms=ms, peak_gib=mem / 2**30)
+    except Exception as exc:  # noqa: BLE001 - a variant that cannot run is a row with its error
+        row["error"] = f"{type(exc).__name__}: {exc}"
+    if torch.cuda.is_available():
+        del model, bundle, call
+        torch.cuda.empty_cache()
+    return row
+
+
+def run(args) -> list[dict]:
     dtype = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32}[args.dtype]
     variants = [v for v in args.variants.split(",") if v]
-    variants.sort(key=lambda v: v == "liger")
-    # Liger patches the transformers classes for the rest of the process: its rows come last
-    for variant in variants:
-        for mode in args.modes.split(","):
-            for shape in args.shapes.split(","):
-                b, s = (int(v) for v in shape.split("x"))
-                torch._dynamo.reset()
-                try:
-                    bundle = build(args.preset, liger=variant == "liger")
-                except ImportError as exc:
-                    rows.append({"mode": mode, "shape": shape, "variant": variant, "error": str(exc)})
-                    continue
-                model = bundle.model.to(args.device, dtype).train(mode == "train")
-                fn = bundle.loss if mode == "train" else bundle.forward
-                call = lambda *x, m=model: fn(m, *x)  # noqa: E731
-                if variant == "compile":
-                    call = torch.compile(call)
-                elif variant.startswith("kernellab"):
-                    call = kernellab.apply(_Wrap(call), args.kernels, compile=variant.endswith("compile"))
-                inputs = bundle.inputs({"B": b, "S": s}, args.device, dtype, seed=1)
-
-                def step():
-                    if mode == "train":
-                        call(*inputs).backward()
-                        model.zero_grad(set_to_none=True)
-                    else:
-                        with torch.no_grad():
-                            call(*inputs)
-                try:
-                    ms, mem = timed(step)
-                    rows.append({"mode": mode, "shape": shape, "variant": variant, "ms": ms, "peak_gib": mem / 2**30})
-                except Exception as exc:  # a variant that cannot run is a row with its error
-                    rows.append({"mode": mode, "shape": shape, "variant": variant, "error": f"{type(exc).__name__}: {exc}"})
-                del model, bundle
-                if torch.cuda.is_available():
-                    torch.cuda.empty_cache()
-    return rows
+    variants.sort(key=lambda v: v == "liger")  # Liger patches transformers for the rest of the process
+    return [measure(args, variant, mode, shape, dtype) for variant in variants
+            for mode in args.modes.split(",") for shape in args.shapes.split(",")]
 
 
 class _Wrap(torch.nn.Module):

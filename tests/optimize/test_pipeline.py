@@ -17,10 +17,10 @@ import torch
 
 os.environ.setdefault("TRITON_INTERPRET", "1")
 
-from kernellab.optimize.amdahl import projected, whole_speedup  # noqa: E402
-from kernellab.optimize.chains import find_chains  # noqa: E402
-from kernellab.optimize.graph import Capture  # noqa: E402
-from kernellab.optimize.model_source import ModelSourceError, load_model, parse_sizes  # noqa: E402
+from kernellab.optimize.amdahl import projected, whole_speedup
+from kernellab.optimize.chains import find_chains
+from kernellab.optimize.graph import Capture
+from kernellab.optimize.model_source import ModelSourceError, load_model, parse_sizes
 
 TINY = f"{Path(__file__).with_name('tiny_model.py')}:factory"
 

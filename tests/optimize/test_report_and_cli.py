@@ -41,6 +41,6 @@ def test_report_from_records(tmp_path):
 def test_cli_bad_model_is_one_line(tmp_path):
     proc = subprocess.run([sys.executable, "-m", "kernellab.cli.main", "optimize", "nosuch.py:factory",
                            "--inputs", "2x8", "--out", str(tmp_path / "o")], capture_output=True, text=True,
-                          timeout=120)
+                          timeout=120, check=False)
     assert proc.returncode == 2
     assert proc.stderr.strip().splitlines() == ["error: model file nosuch.py does not exist"]

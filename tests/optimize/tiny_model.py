@@ -1,8 +1,8 @@
 """A small Llama-like block written by hand, for the optimize pipeline's CPU test."""
 
 import torch
-import torch.nn as nn
 import torch.nn.functional as F
+from torch import nn
 
 
 class RMSNorm(nn.Module):

@@ -23,7 +23,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-import torch.fx as fx
+from torch import fx
 
 from kernellab.optimize.graph import canonical, dtype_of, shape_of, through_casts
 

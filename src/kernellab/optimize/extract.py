@@ -10,6 +10,7 @@ written in plain torch (``kinds.py``) so the search agent's templates can match 
 from __future__ import annotations
 
 import re
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -73,8 +74,6 @@ def extract(spots: list[Hotspot], out: Path, *, top: int, mode: str,
             skip_ops: tuple[str, ...] = ()) -> list[OpRecord]:
     """Write a task folder for each of the first ``top`` extractable hotspots (single ops named in
     ``skip_ops`` are left to their libraries); return their records."""
-    from kernellab.kernels.template import match_templates
-    from kernellab.tasks.load import load_task
 
     records: list[OpRecord] = []
     for h in spots:
@@ -85,21 +84,30 @@ def extract(spots: list[Hotspot], out: Path, *, top: int, mode: str,
         if h.kind == "op" and h.spec.get("op") in skip_ops:
             continue
         h.extractable = True
-        if len(records) >= top:
+        if len(records) >= top:  # not extracted: still say which template would cover it
+            with tempfile.TemporaryDirectory() as tmp:
+                h.template = _write_task(h, kind, dtype, Path(tmp), mode)
             continue
         slug = slug_of(h, len(records) + 1)
         folder = out / "tasks" / slug
-        folder.mkdir(parents=True, exist_ok=True)
-        source, sizes = kind.reference([tuple(s) for s in h.shapes], h.spec)
-        backward = mode == "train" and kind.backward_ok
-        outputs = len(h.chains[0].outputs) if h.chains else 1
-        (folder / "reference.py").write_text(source)
-        (folder / "task.toml").write_text(task_toml(kind, sizes, dtype, backward, outputs))
-        task = load_task(folder)
-        matches = match_templates(task)
-        h.template = matches[0].template.name if matches else None
-        records.append(OpRecord(slug=slug, key=h.key, kind=h.kind, spec={k: v for k, v in h.spec.items()},
+        h.template = _write_task(h, kind, dtype, folder, mode)
+        records.append(OpRecord(slug=slug, key=h.key, kind=h.kind, spec=dict(h.spec),
                                 shapes=[list(s) for s in h.shapes], dtypes=h.dtypes,
                                 fixed=kind.fixed([tuple(s) for s in h.shapes]), share=h.share,
-                                instances=h.instances, task=f"tasks/{slug}", backward=backward, template=h.template))
+                                instances=h.instances, task=f"tasks/{slug}", backward=mode == "train" and kind.backward_ok,
+                                template=h.template))
     return records
+
+
+def _write_task(h: Hotspot, kind: KindSpec, dtype: str, folder: Path, mode: str) -> str | None:
+    """Write the task folder; the name of the first search template that implements it, if any."""
+    from kernellab.kernels.template import match_templates
+    from kernellab.tasks.load import load_task
+
+    folder.mkdir(parents=True, exist_ok=True)
+    source, sizes = kind.reference([tuple(s) for s in h.shapes], h.spec)
+    outputs = len(h.chains[0].outputs) if h.chains else 1
+    (folder / "reference.py").write_text(source)
+    (folder / "task.toml").write_text(task_toml(kind, sizes, dtype, mode == "train" and kind.backward_ok, outputs))
+    matches = match_templates(load_task(folder))
+    return matches[0].template.name if matches else None

@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import torch
-import torch.fx as fx
 import torch.nn.functional as F
+from torch import fx
 
 # call_function targets -> canonical names
 _FUNCTIONS: dict[Any, str] = {

@@ -24,16 +24,15 @@ import importlib.util
 import logging
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import torch
-import torch.fx as fx
-import torch.nn as nn
+from torch import fx, nn
 
 from kernellab.optimize.chains import FUSED_KINDS, Chain, find_chains
-from kernellab.optimize.graph import Capture, CapturedGraph, dtype_of, shape_of
+from kernellab.optimize.graph import CapturedGraph, dtype_of, shape_of
 from kernellab.optimize.kinds import KindSpec, kind_of
 from kernellab.optimize.records import OpRecord, read_ops
 

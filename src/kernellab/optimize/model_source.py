@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import torch
-import torch.nn as nn
+from torch import nn
 
 from kernellab.tasks.model import TaskError
 

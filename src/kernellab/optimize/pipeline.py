@@ -7,14 +7,19 @@ import shutil
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import torch
 
 from kernellab.optimize.extract import extract
 from kernellab.optimize.model_source import load_model
 from kernellab.optimize.profile import ModelProfile, profile_model, resolve_dtype
-from kernellab.optimize.records import PROFILE_FILE, VERIFY_FILE, OpRecord, write_json, write_ops
+from kernellab.optimize.records import (
+    PROFILE_FILE,
+    VERIFY_FILE,
+    OpRecord,
+    write_json,
+    write_ops,
+)
 from kernellab.optimize.search import search_ops
 from kernellab.optimize.verify import VerifyResult, verify
 
@@ -111,8 +116,8 @@ def optimize(options: OptimizeOptions, progress: Callable[[str], None] | None = 
 
 def summary_lines(result: OptimizeResult) -> list[str]:
     p, v = result.profile, result.verify
-    lines = [f"profile: {len(p.hotspots)} ops/chains, attribution {100 * p.call.coverage:.1f}% of "
-             f"{p.call.total_us / 1e3:.3f} ms per call"]
+    lines = [(f"profile: {len(p.hotspots)} ops/chains, attribution {100 * p.call.coverage:.1f}% of "
+             f"{p.call.total_us / 1e3:.3f} ms per call")]
     for o in result.ops:
         state = "installed" if o.installed else (o.verdict or o.solve_note or o.solve_status or "-")
         lines.append(f"  {o.slug:28s} {100 * o.share:5.1f}%  template={o.template or '-':12s} "

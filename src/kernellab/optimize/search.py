@@ -39,7 +39,7 @@ def search_ops(ops: list[OpRecord], out: Path, *, agent: str, strategy: str, bud
         try:
             result = solve(out / op.task, agent, agent_options or {}, strategy, strategy_options or {}, budget,
                            folder, confine=True, eval_options=options, seed=seed)
-        except Exception as exc:  # one op's failure is that op's verdict, not the run's
+        except Exception as exc:  # noqa: BLE001 - one op's failure is that op's verdict, not the run's
             log.warning("solve of %s failed: %s", op.slug, exc)
             op.solve_status, op.solve_note = "error", f"{type(exc).__name__}: {exc}"
             continue

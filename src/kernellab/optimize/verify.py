@@ -194,7 +194,7 @@ def time_variants(bundle: ModelBundle, out: Path, mode: str, dtype: torch.dtype,
                     fn(*inputs)
         try:
             times[name], mem[name] = _time(step, device)
-        except Exception as exc:  # a variant that cannot run is reported, not fatal
+        except Exception as exc:  # noqa: BLE001 - a variant that cannot run is reported, not fatal
             log.warning("timing %s failed: %s", name, exc)
             times[name], mem[name] = None, None
     return times, mem
@@ -210,7 +210,7 @@ def verify(bundle: ModelBundle, ops: list[OpRecord], out: Path, *, mode: str, dt
         return result
     bundle.model.train(mode == "train")
     slugs = [o.slug for o in candidates]
-    checks = check_outputs(bundle, out, mode, dtype, device, slugs, seed)
+    checks = check_outputs(bundle, out, mode, dtype, device, slugs, seed, rewrites=result.rewrites)
     if not all(c.passed for c in checks):  # find the kernels that break the model, alone
         for op in candidates:
             alone = check_outputs(bundle, out, mode, dtype, device, [op.slug], seed)
@@ -223,10 +223,10 @@ def verify(bundle: ModelBundle, ops: list[OpRecord], out: Path, *, mode: str, dt
         candidates = [o for o in candidates if not o.uninstalled]
         write_ops(out, ops)
         slugs = [o.slug for o in candidates]
-        checks = check_outputs(bundle, out, mode, dtype, device, slugs, seed) if slugs else checks
+        result.rewrites.clear()
+        checks = check_outputs(bundle, out, mode, dtype, device, slugs, seed, rewrites=result.rewrites) \
+            if slugs else checks
     result.checks = checks
-    if slugs:
-        check_outputs(bundle, out, mode, dtype, device, slugs, seed, rewrites=result.rewrites)
     if device.startswith("cuda") and slugs:
         if progress:
             progress("timing eager, kernellab, torch.compile and both together")

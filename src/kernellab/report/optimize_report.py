@@ -45,8 +45,8 @@ def bar_svg(bars: list[tuple[str, float, float]], unit: str = "us") -> str:
     width, left, bar_h = 760, 70, 26
     total = max(sum(b for _, b, _ in bars), sum(a for _, _, a in bars), 1e-9)
     scale = (width - left - 20) / total
-    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{110 + 16 * len(bars)}" '
-             f'font-family="sans-serif" font-size="11">',
+    parts = [(f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{110 + 16 * len(bars)}" '
+             f'font-family="sans-serif" font-size="11">'),
              '<text x="10" y="16" font-size="13">where the time goes, per model call (after: projected)</text>']
     for row, (label, index) in enumerate((("before", 1), ("after", 2))):
         y = 30 + row * (bar_h + 8)
@@ -72,13 +72,13 @@ def markdown(out: Path) -> str:
     ops = _load(out, "ops.json", [])
     verify = _load(out, "verify.json", {})
     lines = [f"# kernellab optimize: {profile.get('model', '?')}", "",
-             f"Mode `{profile.get('mode')}`, dtype `{profile.get('dtype')}`, sizes {profile.get('sizes')}, device "
-             f"`{profile.get('device')}`; {profile.get('graphs')} captured graph(s).", "",
+             (f"Mode `{profile.get('mode')}`, dtype `{profile.get('dtype')}`, sizes {profile.get('sizes')}, device "
+             f"`{profile.get('device')}`; {profile.get('graphs')} captured graph(s)."), "",
              "## Profile", "",
-             f"Attribution: {100 * profile.get('coverage', 0):.1f}% of {profile.get('total_us', 0) / 1e3:.3f} ms "
+             (f"Attribution: {100 * profile.get('coverage', 0):.1f}% of {profile.get('total_us', 0) / 1e3:.3f} ms "
              f"({profile.get('time_basis')}) per call is attributed to an op or chain of the model's graph "
              f"({profile.get('unscoped_us', 0):.1f} us outside it, {profile.get('unattributed_us', 0):.1f} us of "
-             f"kernels no op launched).", "",
+             f"kernels no op launched)."), "",
              "| op / chain | instances | shapes | dtype | share | whole model at 1.5x / 2x / inf | suite task | template |",
              "|---|---:|---|---|---:|---|---|---|"]
     for h in profile.get("hotspots", [])[:20]:
@@ -110,10 +110,10 @@ def markdown(out: Path) -> str:
             m = mem.get(k)
             lines.append(f"| {k} | {_fmt(v, 3)} | {_fmt(m / 2**30 if m else None, 2)} |")
         s = verify.get("speedup", {})
-        lines += ["", f"Measured: kernellab {_fmt(s.get('kernellab_vs_eager'), 3, 'x')} eager; torch.compile "
+        lines += ["", (f"Measured: kernellab {_fmt(s.get('kernellab_vs_eager'), 3, 'x')} eager; torch.compile "
                       f"{_fmt(s.get('compile_vs_eager'), 3, 'x')} eager; kernellab under torch.compile "
                       f"{_fmt(s.get('kernellab_compile_vs_compile'), 3, 'x')} torch.compile. Projected (Amdahl, "
-                      f"from the kept kernels' own speedups): {_fmt(verify.get('projected_speedup'), 3, 'x')}."]
+                      f"from the kept kernels' own speedups): {_fmt(verify.get('projected_speedup'), 3, 'x')}.")]
     if verify.get("note"):
         lines += ["", verify["note"]]
     for slug, why in (verify.get("uninstalled") or {}).items():
