@@ -96,7 +96,15 @@ def markdown(out: Path) -> str:
                      f"{o.get('verdict') or '-'} |")
     kept = [o for o in ops if o.get("installed")]
     lines += ["", "## Kept kernels", ""]
-    lines += [f"- `{o['kernel']}` for {o['key']} ({o['instances']} instance(s))" for o in kept] or ["- none"]
+    used = verify.get("rewrites") or {}
+
+    def usage(slug: str) -> str:
+        u = used.get(slug)
+        return (f"; in the check: {u['chains_replaced']} chain(s) replaced, {u['kernel_calls']} kernel call(s), "
+                f"{u['fallback_calls']} fallback(s) to the original") if u else ""
+
+    lines += [f"- `{o['kernel']}` for {o['key']} ({o['instances']} instance(s){usage(o['slug'])})"
+              for o in kept] or ["- none"]
     lines += ["", "## End to end", ""]
     for c in verify.get("checks", []):
         lines.append(f"- {'seen' if c['seen'] else 'unseen'} sizes {c['sizes']}: worst normalised error "
