@@ -21,6 +21,7 @@ from kernellab.cli import (  # noqa: E402
     check_cmd,
     doctor,
     eval_cmd,
+    optimize_cmd,
     report_cmd,
     run_cmd,
     solve_cmd,
@@ -45,6 +46,7 @@ app.command("report")(report_cmd.report_command)
 app.command("leaderboard")(report_cmd.leaderboard_command)
 app.command("solve")(solve_cmd.solve_command)
 app.command("run")(run_cmd.run_command)
+app.command("optimize")(optimize_cmd.optimize_command)
 
 
 def main() -> None:
