@@ -38,6 +38,8 @@ def optimize_command(
     as_json: Annotated[bool, typer.Option("--json", help="print verify.json on stdout")] = False,
     debug: Annotated[bool, typer.Option("--debug", help="tracebacks")] = False,
 ) -> None:
+    """Profile a model, speed up its hot ops, install them, verify the whole model; exit 0 passed,
+    1 failed, 2 unusable input."""
     from kernellab.agents.base import AgentError
     from kernellab.cli.solve_cmd import parse_pairs
     from kernellab.optimize.model_source import ModelSourceError
