@@ -130,6 +130,8 @@ def _run_stages(ctx: EvalContext) -> None:
             continue
         if stage is Stage.TIMING and (verdict.failed_stage or verdict.violations):
             continue
+        if ctx.session.on_stage is not None:
+            ctx.session.on_stage(stage)
         started = time.perf_counter()
         try:
             result: StageResult | None = fn(ctx)

@@ -75,6 +75,7 @@ class CandidateProcess:
         self.channel = Channel(judge_end)
         self.dead: str | None = None
         self.token: str | None = None  # the request waiting for its answer, which must echo it
+        self.busy = False  # a request was sent and its answer not yet read (the child may be running it)
         self.compile_seconds = 0.0  # JIT compile time the child reported, summed over requests
         # op -> [requests, seconds the judge waited, seconds the child spent in the op]: where an
         # evaluation's time goes (the difference is transport: pickling and CUDA IPC mapping).
@@ -101,6 +102,7 @@ class CandidateProcess:
             self.channel.send({"op": op, "token": self.token, **kwargs})
         except ChannelClosed:
             raise self._failure("died") from None
+        self.busy = True
         return started
 
     def answered(self) -> bool:
@@ -110,6 +112,7 @@ class CandidateProcess:
     def collect(self, op: str, started: float, timeout: float) -> Any:
         """The answer to the request ``submit`` sent at ``started``."""
         reply = self._receive(timeout)
+        self.busy = False
         stats = self.op_stats.setdefault(op, [0, 0.0, 0.0])
         stats[0] += 1
         stats[1] += time.perf_counter() - started
@@ -204,7 +207,10 @@ class CandidateProcess:
             pass
 
     def close(self) -> None:
-        if not self.dead:
+        """Ask the child to let go of the judge's memory and exit; killed at once instead when it is
+        still running a request whose answer nobody will read (an interrupted evaluation: a candidate
+        that hangs would otherwise hold the caller for the 30 s the polite exit waits)."""
+        if not self.dead and not self.busy:
             try:
                 self.channel.send({"op": "exit"})  # the child lets go of the judge's memory, then answers
                 self.channel.recv(30)
