@@ -49,6 +49,13 @@ class EvalContext:
         return self.session.resolved.policy
 
     @property
+    def is_own_reference(self) -> bool:
+        """The candidate is the task's reference file itself, whose class is Model, not ModelNew."""
+        from kernellab.tasks.materialize import reference_file
+
+        return self.path == reference_file(self.session.task).resolve()
+
+    @property
     def requires_own_kernel(self) -> bool:
         return self.policy is not Policy.OFF
 

@@ -7,11 +7,14 @@ an OOM kill) is described from its exit status and the tail of its log. Either w
 
 from __future__ import annotations
 
+import functools
 import os
+import re
 import secrets
 import select
 import signal
 import socket
+import sysconfig
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -41,15 +44,46 @@ class ChildFailure(RuntimeError):
 
 
 class CandidateError(RuntimeError):
-    """The candidate's code raised inside the child; the child itself is still healthy."""
+    """The candidate's code raised inside the child; the child itself is still healthy. The message
+    names where in the candidate's own code it raised (``kernel.py:12 in forward``), found in the
+    child's traceback, so that a user or an agent need not dig the traceback out of a log."""
 
     def __init__(self, reply: dict[str, Any]):
-        super().__init__(reply.get("error") or "candidate raised")
         self.exc_type = reply.get("exc_type", "")
-        self.traceback = reply.get("traceback", "")
+        self.traceback = reply.get("traceback", "") if isinstance(reply.get("traceback"), str) else ""
+        self.where = candidate_frame(self.traceback)
+        message = reply.get("error") or "candidate raised"
+        super().__init__(f"{message} (at {self.where})" if self.where else message)
         # The harness's name for a known interpreter gap (``interpreter_gap.GAPS``), found from the
         # traceback in the child; never read from the exception's text.
         self.interpreter_gap = reply.get("interpreter_gap")
+
+
+_FRAME = re.compile(r'^\s*File "([^"\n]+)", line (\d+), in ([^\n]+)$', re.M)
+
+
+@functools.cache
+def _library_dirs() -> tuple[str, ...]:
+    """Where code that is not the candidate's lives: the standard library, installed packages
+    (torch, triton) and kernellab itself."""
+    import kernellab
+
+    dirs = {os.path.realpath(p) for key, p in sysconfig.get_paths().items()
+            if key in ("stdlib", "platstdlib", "purelib", "platlib")}
+    dirs.add(os.path.realpath(os.path.dirname(kernellab.__file__)))
+    return tuple(d + os.sep for d in sorted(dirs))
+
+
+def candidate_frame(traceback_text: str) -> str | None:
+    """``file.py:LINE in FUNCTION`` of the innermost frame of a traceback that lies outside the
+    libraries (the candidate's own code, also its Triton kernels under the interpreter); None when
+    every frame is a library's. Text only: the traceback came from the candidate's process."""
+    found = None
+    for path, line, function in _FRAME.findall(traceback_text):
+        if path.startswith("<") or os.path.realpath(path).startswith(_library_dirs()):
+            continue
+        found = f"{os.path.basename(path)}:{line} in {function.strip()}"
+    return found
 
 
 @dataclass
