@@ -37,7 +37,7 @@ def eval_command(
     device: Device = None,
     timeout: float = typer.Option(
         dataclasses.fields(EvalOptions)[[f.name for f in dataclasses.fields(EvalOptions)].index("request_timeout_s")]
-        .default, "--timeout", min=0.1,
+        .default, "--timeout", min=0.1, metavar="<seconds>",
         help="seconds one request to the candidate (a call, the checks of one config) may take before it is "
              "killed as hung and the verdict is timeout; its import and first build keep the compile limit"),
     compile_ahead: Optional[int] = typer.Option(

@@ -26,6 +26,7 @@ from kernellab.cli import (  # noqa: E402
     solve_cmd,
     tasks_cmd,
 )
+from kernellab.cli.options import HELP_MARKUP  # noqa: E402
 from kernellab.cli.errors import (  # noqa: E402
     ClickUsageError,
     NoArgsIsHelp,
@@ -35,6 +36,7 @@ from kernellab.cli.errors import (  # noqa: E402
 )
 
 app = typer.Typer(name="kernellab", no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False,
+                  rich_markup_mode=HELP_MARKUP,
                   help="Benchmark, verify and optimize GPU kernels written by AI coding agents.")
 app.command("eval")(eval_cmd.eval_command)
 app.command("doctor")(doctor.doctor_command)
