@@ -51,7 +51,8 @@ def test_device_is_one_option_with_one_help_text(helps):
 
 @pytest.mark.parametrize("command", [["eval", "--task", "elementwise/relu", "--candidate", "examples/rmsnorm_triton.py"],
                                      ["run", "--tasks", "elementwise/relu", "--agent", "replay", "--out", "/nonexistent/x"],
-                                     ["tasks", "validate", "elementwise/relu"]])
+                                     ["solve", "--task", "elementwise/relu", "--agent", "replay", "--out", "/nonexistent/x"],
+                                     ["check"], ["tasks", "validate", "elementwise/relu"]])
 def test_a_wrong_device_is_one_line_and_exit_2(command):
     proc = kernellab(*command, "--device", "gpu")
     assert proc.returncode == 2
