@@ -69,3 +69,17 @@ def layout(browser: str, page: Path, width: int = 1400) -> tuple[dict[str, tuple
     titles = re.search(r'data-title-heights="([^"]*)"', dom).group(1).split()
     tables = {t.split(":")[0]: (int(t.split(":")[1]), int(t.split(":")[2])) for t in overflow}
     return tables, {t.rsplit(":", 1)[0]: float(t.rsplit(":", 1)[1]) for t in titles}
+
+
+def page_height(browser: str, page: Path, width: int = 1400) -> int:
+    """The height in px of the whole page laid out ``width`` px wide (for a screenshot of all of it)."""
+    import re
+
+    probe = ('<script>window.addEventListener("load", function () { document.body.setAttribute('
+             '"data-page-height", String(document.documentElement.scrollHeight)); });</script>')
+    probed = page.with_name(page.stem + "-height.html")
+    probed.write_text(page.read_text(encoding="utf-8").replace("</body>", probe + "</body>"), encoding="utf-8")
+    try:
+        return int(re.search(r'data-page-height="(\d+)"', dump_dom(browser, probed, size=(width, 1000))).group(1))
+    finally:
+        probed.unlink()
