@@ -38,7 +38,7 @@ def test_solve_names_an_iteration_budget_single_cannot_use(tmp_path):
                      f"kernels={kernel}", "--budget", "3it", "--out", str(tmp_path / "s"))
     assert proc.returncode == 1, proc.stderr
     assert "note: --strategy single makes 1 proposal; the budget's 3 iterations are not used" in proc.stderr
-    assert "keep-revert" in proc.stderr and "1 proposals" in proc.stdout
+    assert "keep-revert" in proc.stderr and "  1 proposal, " in proc.stdout  # and "1 proposal", not "1 proposals"
 
 
 def test_run_summary_says_not_passing_for_a_failed_verdict(tmp_path):

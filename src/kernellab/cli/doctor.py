@@ -15,7 +15,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from kernellab.cli.options import Json
+from kernellab.cli.options import Json, plural
 
 _TRITON_PROBE = """
 import os, torch, triton, triton.language as tl
@@ -85,7 +85,7 @@ def doctor_command(as_json: Json = False) -> None:
     if gpu:
         props = torch.cuda.get_device_properties(0)
         row("cuda gpu", True, f"{props.name}, sm_{props.major}{props.minor}, {props.total_memory / 2**30:.0f} GiB, "
-                              f"{torch.cuda.device_count()} device(s)")
+                              f"{plural(torch.cuda.device_count(), 'device')}")
     else:
         row("cuda gpu", False, "no GPU: Triton candidates run under the interpreter on small configs, "
                                "timings are null, CUDA C++ candidates are compile-checked only")

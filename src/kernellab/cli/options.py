@@ -12,6 +12,8 @@ from typing import Annotated
 
 import typer
 
+from kernellab.report.cells import plural  # noqa: F401 - the CLI's counts read as the report's do
+
 HELP_MARKUP = None  # typer.Typer(rich_markup_mode=...) of every command group
 DEVICES = ("cuda", "cpu")
 
@@ -29,12 +31,3 @@ Device = Annotated[str | None, typer.Option(
          "configs, untimed)")]
 Json = Annotated[bool, typer.Option("--json", help="print exactly one JSON document on stdout")]
 Debug = Annotated[bool, typer.Option("--debug", help="tracebacks and worker logs")]
-
-
-def plural(n: int, word: str, many: str | None = None) -> str:
-    """``1 task``, ``2 tasks``, ``1 category``, ``15 categories``."""
-    if n == 1:
-        return f"{n} {word}"
-    if many is None:
-        many = word[:-1] + "ies" if word.endswith("y") and word[-2:-1] not in "aeiou" else word + "s"
-    return f"{n} {many}"

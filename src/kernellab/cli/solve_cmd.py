@@ -23,7 +23,7 @@ from rich.text import Text
 from kernellab.agents.strategies import registered_strategies
 from kernellab.cli.errors import UsageError, report_usage_error
 from kernellab.cli.eval_cmd import stdout_to_stderr
-from kernellab.cli.options import Debug, Device, Json
+from kernellab.cli.options import Debug, Device, Json, plural
 
 _PHASES = {"start": "starting", "proposing": "the agent is working", "verifying": "the verifier is judging",
            "evaluating": "evaluating", "iteration": "decided", "final": "final verdict", "done": "done"}
@@ -51,7 +51,7 @@ def note_ignored_budget(strategy: str, budget: str | None, console: Console) -> 
     limit, iterations = max_proposals(strategy), Budget.parse(budget).iterations
     if limit is not None and iterations is not None and iterations > limit:
         others = ", ".join(n for n in registered_strategies() if max_proposals(n) is None)
-        console.print(f"note: --strategy {strategy} makes {limit} proposal{'s' if limit > 1 else ''}; the "
+        console.print(f"note: --strategy {strategy} makes {plural(limit, 'proposal')}; the "
                       f"budget's {iterations} iterations are not used (strategies that use them: {others})",
                       markup=False, highlight=False)
 
@@ -179,7 +179,8 @@ def print_result(result, console: Console) -> None:
     u = result.usage
     tokens = "?" if u.tokens_in is None else f"{u.tokens_in + (u.tokens_out or 0)}"
     cost = f"${result.cost_usd:.2f}" + (" + unknown" if result.cost_unknown else "")
-    console.print(f"  {result.iterations} proposals, {tokens} tokens, {cost}, {u.steps} agent steps, "
+    console.print(f"  {plural(result.iterations, 'proposal')}, {tokens} tokens, {cost}, "
+                  f"{plural(u.steps, 'agent step')}, "
                   f"agent {u.wall_s:.0f} s, evaluation {result.eval_s:.0f} s, total {result.elapsed_s:.0f} s")
     confined = "confined" if result.confined else f"UNCONFINED ({result.confinement.reason})"
     console.print(f"  {confined}; trajectory {result.trajectory_path}", highlight=False)

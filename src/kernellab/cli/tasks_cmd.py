@@ -128,12 +128,12 @@ def validate_command(
         done[key] = report.to_dict()
         state.write_text(json.dumps(done, indent=1))  # after every task: an interrupted run loses nothing
         mark = "[green]ok[/]" if report.passed else "[red]FAILED[/]"
-        console.print(f"[{i}/{len(tasks)}] {task.id}: {mark} ({len(report.checked_configs)} configs"
+        console.print(f"[{i}/{len(tasks)}] {task.id}: {mark} ({plural(len(report.checked_configs), 'config')}"
                       f"{', ' + str(len(report.skipped_configs)) + ' too large here' if report.skipped_configs else ''})")
         for failure in report.failures:
             console.print(f"    {failure}")
         failed += not report.passed
-    console.print(f"{len(tasks) - failed}/{len(tasks)} tasks valid on {dev}")
+    console.print(f"{len(tasks) - failed}/{plural(len(tasks), 'task')} valid on {dev}")
     raise typer.Exit(1 if failed else 0)
 
 

@@ -12,6 +12,7 @@ from rich.live import Live
 from rich.panel import Panel
 from rich.table import Table
 
+from kernellab.report.cells import plural
 from kernellab.score.from_store import scoring_attempt
 from kernellab.score.store import Store
 
@@ -115,7 +116,7 @@ class CampaignProgress:
             self.live = Live(self.render(), console=self.console, refresh_per_second=2, transient=False)
             self.live.__enter__()
         else:
-            self.console.print(f"run {self.title}: {self.last.total} jobs, {self.last.done} already finished",
+            self.console.print(f"run {self.title}: {plural(self.last.total, 'job')}, {self.last.done} already finished",
                                markup=False, highlight=False)
         return self
 
