@@ -52,12 +52,14 @@ def parse_gpus(text: str | None) -> tuple[int, ...] | None:
 
 
 def check_agents(spec, backend: str) -> None:
-    """Build each agent once with its options, as ``solve`` does, so that a missing or wrong option
-    (``replay`` without ``kernels=``, an unknown key) is a usage error before anything is written,
-    not a campaign whose every job fails. On Ray the workers build them: their hosts may have an
-    agent's CLI or recorded kernels this one lacks."""
+    """Build the strategy and each agent once with their options, in ``solve``'s order, so that a
+    missing or wrong option (``replay`` without ``kernels=``, an unknown key) is a usage error before
+    anything is written, not a campaign whose every job fails. On Ray the workers build the agents:
+    their hosts may have an agent's CLI or recorded kernels this one lacks."""
     from kernellab.agents.base import create_agent
+    from kernellab.agents.strategies import create_strategy
 
+    create_strategy(spec.strategy, **dict(spec.strategy_options))
     if backend == "ray":
         return
     for name in spec.agents:
@@ -115,7 +117,8 @@ def run_command(
                             agent_options=parse_agent_options(agent_option, list(agent)),
                             strategy_options=parse_pairs(strategy_option, "--strategy-option"), budget=budget,
                             confine=not no_confine, eval_options=parse_pairs(eval_option, "--eval-option"))
-        check_agents(spec, backend)
+        if not resume:  # a resumed campaign must have the spec it started with, checked then
+            check_agents(spec, backend)
         note_ignored_budget(spec.strategy, spec.budget, console)
         placement = plan_placement(gpus=parse_gpus(gpus), backend=backend, address=address,
                                    agent_concurrency=agent_concurrency, device=device, lock_scope=gpu_lock)
