@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import os
 import sys
 import time
@@ -36,8 +35,7 @@ def eval_command(
     seed: int = typer.Option(0, "--seed"),
     device: Device = None,
     timeout: float = typer.Option(
-        dataclasses.fields(EvalOptions)[[f.name for f in dataclasses.fields(EvalOptions)].index("request_timeout_s")]
-        .default, "--timeout", min=0.1, metavar="<seconds>",
+        EvalOptions().request_timeout_s, "--timeout", min=0.1, metavar="<seconds>",
         help="seconds one request to the candidate (a call, the checks of one config) may take before it is "
              "killed as hung and the verdict is timeout; its import and first build keep the compile limit"),
     compile_ahead: Optional[int] = typer.Option(
