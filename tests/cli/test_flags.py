@@ -49,10 +49,11 @@ def test_device_is_one_option_with_one_help_text(helps):
         assert f"--device <cuda|cpu> {words}" in text, command
 
 
-@pytest.mark.parametrize("command", [["eval", "--task", "elementwise/relu", "--candidate", "examples/rmsnorm_triton.py"],
-                                     ["run", "--tasks", "elementwise/relu", "--agent", "replay", "--out", "/nonexistent/x"],
-                                     ["solve", "--task", "elementwise/relu", "--agent", "replay", "--out", "/nonexistent/x"],
-                                     ["check"], ["tasks", "validate", "elementwise/relu"]])
+@pytest.mark.parametrize("command", [
+    ["eval", "--task", "elementwise/relu", "--candidate", "examples/rmsnorm_triton.py"],
+    ["run", "--tasks", "elementwise/relu", "--agent", "replay", "--out", "/nonexistent/x"],
+    ["solve", "--task", "elementwise/relu", "--agent", "replay", "--out", "/nonexistent/x"],
+    ["check"], ["tasks", "validate", "elementwise/relu"]])
 def test_a_wrong_device_is_one_line_and_exit_2(command):
     proc = kernellab(*command, "--device", "gpu")
     assert proc.returncode == 2

@@ -33,7 +33,8 @@ def screenshot(browser: str, page: Path, png: Path, size: tuple[int, int] = (140
 def dump_dom(browser: str, page: Path, fragment: str = "", size: tuple[int, int] | None = None) -> str:
     """The serialized DOM once the page has loaded and its scripts have run (in a window of ``size``)."""
     window = [f"--window-size={size[0]},{size[1]}"] if size else []
-    proc = _run(browser, *window, "--dump-dom", page.resolve().as_uri() + fragment)
+    # the virtual time budget makes Chromium wait for the page's scripts before it serializes the DOM
+    proc = _run(browser, *window, "--virtual-time-budget=3000", "--dump-dom", page.resolve().as_uri() + fragment)
     if proc.returncode != 0 or "<body" not in proc.stdout:
         raise RuntimeError(f"chromium --dump-dom failed (exit {proc.returncode}): {proc.stderr[-2000:]}")
     return proc.stdout

@@ -55,12 +55,13 @@ def test_a_reader_can_hide_columns(sample, tmp_path):
     page = _page(tmp_path, "run", render_run(sample, "html"))
     dom = dump_dom(BROWSER, page, "#hide=tasks:tokens,cost_usd")
     tables, body = parse_page(dom)
-    assert "data-report-errors" not in body
+    assert body.get("data-report-ready") == "1" and "data-report-errors" not in body
     assert re.search(r'<table id="t-tasks"[^>]*data-hidden="tokens,cost_usd"', dom)
     hidden_cells = re.findall(r'<td[^>]*style="display: none;"', dom)
     assert len(hidden_cells) == 2 * len(tables["tasks"].column("task"))
     picker = re.search(r'<details class="columns" data-for="t-tasks">(.*?)</details>', dom, re.S).group(1)
-    assert picker.count('type="checkbox"') == len(re.findall(r"<th ", dom.split('id="t-tasks"')[1].split("</thead>")[0]))
+    header = dom.split('id="t-tasks"')[1].split("</thead>")[0]
+    assert picker.count('type="checkbox"') == len(re.findall(r"<th ", header))  # one per column
 
 
 def test_a_run_without_timings_says_once_why_and_shows_what_it_can(untimed_dir, tmp_path):

@@ -26,7 +26,6 @@ from kernellab.cli import (  # noqa: E402
     solve_cmd,
     tasks_cmd,
 )
-from kernellab.cli.options import HELP_MARKUP  # noqa: E402
 from kernellab.cli.errors import (  # noqa: E402
     ClickUsageError,
     NoArgsIsHelp,
@@ -34,6 +33,7 @@ from kernellab.cli.errors import (  # noqa: E402
     click_usage_error,
     report_usage_error,
 )
+from kernellab.cli.options import HELP_MARKUP  # noqa: E402
 
 app = typer.Typer(name="kernellab", no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False,
                   rich_markup_mode=HELP_MARKUP,

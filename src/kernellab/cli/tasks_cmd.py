@@ -128,7 +128,8 @@ def validate_command(
         done[key] = report.to_dict()
         state.write_text(json.dumps(done, indent=1))  # after every task: an interrupted run loses nothing
         mark = "[green]ok[/]" if report.passed else "[red]FAILED[/]"
-        console.print(f"[{i}/{len(tasks)}] {task.id}: {mark} ({plural(len(report.checked_configs), 'config')}"
+        checked = plural(len(report.checked_configs), "config")
+        console.print(f"[{i}/{len(tasks)}] {task.id}: {mark} ({checked}"
                       f"{', ' + str(len(report.skipped_configs)) + ' too large here' if report.skipped_configs else ''})")
         for failure in report.failures:
             console.print(f"    {failure}")

@@ -20,8 +20,8 @@ from typing import Any
 
 from rich.console import Console
 
-from kernellab.run.campaign import CampaignError, CampaignSpec, Placement, open_campaign
 from kernellab.report.cells import plural
+from kernellab.run.campaign import CampaignError, CampaignSpec, Placement, open_campaign
 from kernellab.run.progress import CampaignProgress, Standing
 from kernellab.run.scheduler import FINALISTS_FILE, LOCK_SCOPES, plan_slots
 
