@@ -83,7 +83,6 @@ def test_a_bad_budget_is_one_line_and_exit_2(tmp_path, recorded):
     ({"strategy": "keep-revert", "strategy_option": ["patience=soon"]},
      "error: strategy keep-revert: option patience must be a number, not 'soon'"),
     ({"agent": "gpt"}, "error: unknown agent 'gpt'; known: "),
-    ({"device": "tpu"}, "error: --device 'tpu' is not cuda or cpu"),
     ({"out": "in-use"}, "already holds a solve (results.sqlite); pass --resume to continue it, or choose another --out"),
 ])
 def test_bad_input_is_one_line_and_exit_2(tmp_path, recorded, capsys, options, message):

@@ -3,7 +3,7 @@ categories (two kernel→kernel), two agents, three search iterations and a fina
 job, with timings, holdout verdicts and costs. The numbers are invented; the records are exactly what
 a campaign writes.
 
-    python tests/report/report_sample_run.py OUT_DIR [--screenshot PNG]   # OUT_DIR/report.html
+    python tests/report/report_sample_run.py OUT_DIR [--cpu] [--screenshot PNG]   # OUT_DIR/report.html
 """
 
 from __future__ import annotations
@@ -151,19 +151,24 @@ def main(argv: list[str]) -> None:
 
     parser = argparse.ArgumentParser(description="Build the synthetic sample run and its HTML report.")
     parser.add_argument("out", type=Path, help="run directory to create (must not exist)")
-    parser.add_argument("--screenshot", type=Path, help="also write a PNG of the page (needs chromium)")
+    parser.add_argument("--screenshot", type=Path, help="also write a PNG of the whole page, 1400 px wide "
+                                                        "(needs chromium)")
+    parser.add_argument("--cpu", action="store_true", help="a run without a GPU: nothing timed, one job unscored")
     args = parser.parse_args(argv)
-    build_sample_run(args.out)
+    if args.cpu:
+        build_sample_run(args.out, timed=False, unscored=(("codex", "activation/gelu"),))
+    else:
+        build_sample_run(args.out)
     page = args.out / "report.html"
     page.write_text(render_run(load_run(args.out), "html"), encoding="utf-8")
     print(page)
     if args.screenshot:
-        from report_browser import find_chromium, screenshot
+        from report_browser import find_chromium, page_height, screenshot
 
         browser = find_chromium()
         if browser is None:
             raise SystemExit("chromium not found (apt-get install chromium)")
-        screenshot(browser, page, args.screenshot, size=(1400, 2000))
+        screenshot(browser, page, args.screenshot, size=(1400, page_height(browser, page, 1400)))
         print(args.screenshot)
 
 

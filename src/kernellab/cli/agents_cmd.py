@@ -9,7 +9,9 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-app = typer.Typer(no_args_is_help=True, help="Agent adapters.")
+from kernellab.cli.options import HELP_MARKUP, Json
+
+app = typer.Typer(no_args_is_help=True, help="Agent adapters.", rich_markup_mode=HELP_MARKUP)
 
 
 def agent_rows() -> list[dict]:
@@ -27,7 +29,7 @@ def agent_rows() -> list[dict]:
 
 
 @app.command("list")
-def list_command(as_json: bool = typer.Option(False, "--json", help="machine-readable output")) -> None:
+def list_command(as_json: Json = False) -> None:
     """List the agent adapters: usable here or why not, whether each uses an LLM, and confinement."""
     from kernellab.agents.confine import probe_confinement
 

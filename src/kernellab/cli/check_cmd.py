@@ -16,16 +16,17 @@ import typer
 from kernellab.agents.workspace import WorkspaceError, find_workspace
 from kernellab.cli.errors import UsageError, report_usage_error
 from kernellab.cli.eval_cmd import stdout_to_stderr
+from kernellab.cli.options import Debug, Device, Json
 from kernellab.evaluate.options import EvalOptions
 
 
 def check_command(
     profile: Annotated[bool, typer.Option("--profile", help="also show where the time goes in the kernel")] = False,
-    as_json: Annotated[bool, typer.Option("--json", help="print exactly one JSON document on stdout")] = False,
+    as_json: Json = False,
     workspace: Annotated[Path | None, typer.Option(
         "--workspace", help="the workspace (default: the one holding the current folder)")] = None,
-    device: Annotated[str | None, typer.Option("--device", help="cuda | cpu (default: cuda when present)")] = None,
-    debug: Annotated[bool, typer.Option("--debug", help="tracebacks and worker logs")] = False,
+    device: Device = None,
+    debug: Debug = False,
 ) -> None:
     """Check ./kernel.py of an agent workspace: exit 0 passed, 1 failed, 2 unusable input."""
     from kernellab.agents.check_service import Checker

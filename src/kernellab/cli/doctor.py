@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import shutil
 import subprocess
 import sys
@@ -12,6 +13,9 @@ from pathlib import Path
 import typer
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
+
+from kernellab.cli.options import Json, plural
 
 _TRITON_PROBE = """
 import os, torch, triton, triton.language as tl
@@ -64,20 +68,16 @@ def _probe_sandbox() -> tuple[bool, str]:
     return True, f"fork server up in {time.perf_counter() - started:.1f} s"
 
 
-def doctor_command() -> None:
+def doctor_command(as_json: Json = False) -> None:
     """Report versions, GPU, compilers, profilers and whether kernels can run here."""
     import torch
 
     from kernellab.evaluate.session import versions
 
-    console = Console()
-    table = Table(show_header=True, show_edge=False)
-    table.add_column("check")
-    table.add_column("ok")
-    table.add_column("detail")
+    checks: list[dict] = []
 
     def row(name: str, ok: bool | None, detail: str) -> None:
-        table.add_row(name, {True: "[green]yes[/]", False: "[red]no[/]", None: "[dim]—[/]"}[ok], detail)
+        checks.append({"check": name, "ok": ok, "detail": detail})
 
     for name, value in versions().items():
         row(name, True, value)
@@ -85,7 +85,7 @@ def doctor_command() -> None:
     if gpu:
         props = torch.cuda.get_device_properties(0)
         row("cuda gpu", True, f"{props.name}, sm_{props.major}{props.minor}, {props.total_memory / 2**30:.0f} GiB, "
-                              f"{torch.cuda.device_count()} device(s)")
+                              f"{plural(torch.cuda.device_count(), 'device')}")
     else:
         row("cuda gpu", False, "no GPU: Triton candidates run under the interpreter on small configs, "
                                "timings are null, CUDA C++ candidates are compile-checked only")
@@ -97,7 +97,19 @@ def doctor_command() -> None:
     row("triton " + ("(GPU)" if gpu else "(interpreter)"), ok, detail)
     ok, detail = _probe_sandbox()
     row("sandbox", ok, detail)
-    console.print(table)
     mode = "gpu" if gpu else "interpret"
+    if as_json:
+        print(json.dumps({"checks": checks, "eval_mode": mode}, indent=1))
+        raise typer.Exit(0)
+    table = Table(show_header=True, show_edge=False)
+    for col in ("check", "ok", "detail"):
+        table.add_column(col)
+    for c in checks:
+        table.add_row(Text(c["check"]), _OK_MARK[c["ok"]], Text(c["detail"]))  # details as written, no markup
+    console = Console()
+    console.print(table)
     console.print(f"kernellab eval runs here in [bold]{mode}[/] mode.")
     raise typer.Exit(0)
+
+
+_OK_MARK = {True: "[green]yes[/]", False: "[red]no[/]", None: "[dim]—[/]"}

@@ -5,19 +5,23 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
+import time
 from pathlib import Path
 from typing import Optional
 
 import typer
 from rich.console import Console
+from rich.live import Live
 from rich.table import Table
+from rich.text import Text
 
 from kernellab.cli.early_start import leave
 from kernellab.cli.errors import UsageError, report_usage_error
+from kernellab.cli.options import Debug, Device, Json
 from kernellab.evaluate.compile_ahead import CORES_PER_HELPER, MAX_HELPERS
 from kernellab.evaluate.options import EvalOptions
 from kernellab.evaluate.session import EvalSession
-from kernellab.evaluate.verdict import Verdict
+from kernellab.evaluate.verdict import Stage, Verdict
 from kernellab.tasks.load import load_task
 from kernellab.tasks.model import Policy, TaskError
 
@@ -29,7 +33,11 @@ def eval_command(
     configs: str = typer.Option("all", "--configs", help="seen | holdout | all"),
     dtype: Optional[list[str]] = typer.Option(None, "--dtype", help="evaluate only this dtype (repeatable)"),
     seed: int = typer.Option(0, "--seed"),
-    device: Optional[str] = typer.Option(None, "--device", help="cuda | cpu (default: cuda when present)"),
+    device: Device = None,
+    timeout: float = typer.Option(
+        EvalOptions().request_timeout_s, "--timeout", min=0.1, metavar="<seconds>",
+        help="seconds one request to the candidate (a call, the checks of one config) may take before it is "
+             "killed as hung and the verdict is timeout; its import and first build keep the compile limit"),
     compile_ahead: Optional[int] = typer.Option(
         None, "--compile-ahead", min=0,
         help=f"helper processes compiling a Triton candidate's kernels ahead of its checks (default: up to "
@@ -38,8 +46,8 @@ def eval_command(
         True, "--sanitize/--no-sanitize",
         help="compute-sanitizer memcheck, racecheck and initcheck on the small and edge configs (GPU only; "
              "seconds per candidate)"),
-    as_json: bool = typer.Option(False, "--json", help="print exactly one JSON document on stdout"),
-    debug: bool = typer.Option(False, "--debug", help="tracebacks and worker logs"),
+    as_json: Json = False,
+    debug: Debug = False,
 ) -> None:
     """Verify and time one candidate; exit 0 passed, 1 failed, 2 unusable input, 3 holdout failed."""
     try:
@@ -47,19 +55,62 @@ def eval_command(
             raise TaskError(f"candidate {candidate} does not exist or is not a file")
         loaded = load_task(task)
         options = EvalOptions(policy=policy, configs=configs, dtypes=tuple(dtype) if dtype else None, seed=seed,
-                              device=device, compile_ahead=compile_ahead, sanitize=sanitize, debug=debug)
+                              device=device, compile_ahead=compile_ahead, sanitize=sanitize, debug=debug,
+                              request_timeout_s=timeout)
         console = Console(stderr=True)
         with stdout_to_stderr(), EvalSession(loaded, options) as session:
             console.print(f"[bold]{loaded.id}[/] on {session.device_label} ({session.mode.value})")
-            verdict = session.evaluate(candidate)
+            with StageLine(console, loaded.id) as line:
+                session.on_stage = line.stage
+                verdict = session.evaluate(candidate)
     except UsageError as exc:
         report_usage_error(exc, debug)
         raise typer.Exit(2) from None
+    except KeyboardInterrupt:
+        # The judge got the SIGINT; the candidate's process (its own process group, so the terminal's
+        # Ctrl-C never reached it) was killed on the way out, without waiting for its answer.
+        typer.secho("interrupted: the candidate's process was stopped; no verdict", err=True)
+        leave(130)
     if as_json:
         sys.stdout.write(verdict.to_json() + "\n")
     else:
         print_verdict(verdict, Console())
     leave(verdict.exit_code)
+
+
+class StageLine:
+    """One live line on a terminal's stderr while a candidate is judged: the task, the stage running
+    and for how long. Off a terminal (a pipe, a log file, a CI job) nothing is drawn."""
+
+    def __init__(self, console: Console, task_id: str) -> None:
+        self.console, self.task_id = console, task_id
+        self.current: Stage | None = None
+        self.stage_started = self.started = time.monotonic()
+        self.live: Live | None = None
+
+    def __enter__(self) -> "StageLine":
+        if self.console.is_terminal:
+            self.live = Live(self, console=self.console, refresh_per_second=4, transient=True)
+            self.live.__enter__()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.live is not None:
+            self.live.__exit__(None, None, None)
+
+    def stage(self, stage: Stage) -> None:
+        self.current, self.stage_started = stage, time.monotonic()
+        if self.live is not None:
+            self.live.refresh()
+
+    def __rich__(self) -> Text:
+        now = time.monotonic()
+        if self.current is None:
+            return Text(f"{self.task_id} · starting · {now - self.started:.0f} s", style="dim")
+        stages = list(Stage)
+        return Text(f"{self.task_id} · {self.current.value} (stage {stages.index(self.current) + 1}/{len(stages)})"
+                    f" · {now - self.stage_started:.0f} s in the stage, {now - self.started:.0f} s in all",
+                    style="dim")
 
 
 @contextlib.contextmanager

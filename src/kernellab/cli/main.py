@@ -34,8 +34,10 @@ from kernellab.cli.errors import (  # noqa: E402
     click_usage_error,
     report_usage_error,
 )
+from kernellab.cli.options import HELP_MARKUP  # noqa: E402
 
 app = typer.Typer(name="kernellab", no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False,
+                  rich_markup_mode=HELP_MARKUP,
                   help="Benchmark, verify and optimize GPU kernels written by AI coding agents.")
 app.command("eval")(eval_cmd.eval_command)
 app.command("doctor")(doctor.doctor_command)

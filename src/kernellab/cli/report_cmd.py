@@ -10,6 +10,7 @@ from typing import Annotated
 import typer
 
 from kernellab.cli.errors import UsageError, report_usage_error
+from kernellab.cli.options import Debug
 from kernellab.report import (
     FORMATS,
     ReportError,
@@ -33,7 +34,7 @@ def report_command(
     out: Annotated[Path | None, typer.Option("--out", "-o", help="file to write; '-' for stdout (default: stdout "
                                              "for md and json, RUN_DIR/report.html or RUN_DIR/compare.html for html)")]
     = None,
-    debug: Annotated[bool, typer.Option("--debug", help="tracebacks")] = False,
+    debug: Debug = False,
 ) -> None:
     """Report on one run, or compare two: self-contained HTML with plots, Markdown, or JSON."""
     try:
@@ -53,7 +54,7 @@ def leaderboard_command(
     run_dirs: Annotated[list[Path], typer.Argument(help="one or more run directories")],
     fmt: Annotated[str, typer.Option("--format", "-f", help=FORMAT_HELP)] = "md",
     out: Annotated[Path | None, typer.Option("--out", "-o", help="file to write (default: stdout)")] = None,
-    debug: Annotated[bool, typer.Option("--debug", help="tracebacks")] = False,
+    debug: Debug = False,
 ) -> None:
     """Rank agents across runs by geomean speedup vs eager on correct kernels (ties explained)."""
     try:

@@ -14,6 +14,8 @@ import typer
 from rich.console import Console
 
 from kernellab.cli.errors import UsageError, report_usage_error
+from kernellab.cli.options import Debug, Device
+from kernellab.cli.solve_cmd import note_ignored_budget
 
 
 def parse_agent_options(values: list[str] | None, agents: list[str]) -> dict[str, dict[str, str]]:
@@ -49,6 +51,21 @@ def parse_gpus(text: str | None) -> tuple[int, ...] | None:
     return gpus
 
 
+def check_agents(spec, backend: str) -> None:
+    """Build the strategy and each agent once with their options, in ``solve``'s order, so that a
+    missing or wrong option (``replay`` without ``kernels=``, an unknown key) is a usage error before
+    anything is written, not a campaign whose every job fails. On Ray the workers build the agents:
+    their hosts may have an agent's CLI or recorded kernels this one lacks."""
+    from kernellab.agents.base import create_agent
+    from kernellab.agents.strategies import create_strategy
+
+    create_strategy(spec.strategy, **dict(spec.strategy_options))
+    if backend == "ray":
+        return
+    for name in spec.agents:
+        create_agent(name, **spec.options_for(name))
+
+
 def run_command(
     tasks: Annotated[str, typer.Option("--tasks", help="suite ids, categories, 'suite', task folders or files; "
                                                         "comma-separated")],
@@ -66,7 +83,7 @@ def run_command(
     address: Annotated[str | None, typer.Option("--address", help="Ray cluster address (ray backend)")] = None,
     agent_concurrency: Annotated[int | None, typer.Option(
         "--agent-concurrency", help="jobs at once (default: one per GPU; 1 without a GPU)")] = None,
-    device: Annotated[str | None, typer.Option("--device", help="cpu: interpreter mode even with a GPU")] = None,
+    device: Device = None,
     eval_option: Annotated[list[str] | None, typer.Option(
         "--eval-option", help="key=value for every job's evaluation: compile_baseline, time_holdout, "
                               "timing_budget_s (repeatable)")] = None,
@@ -77,7 +94,7 @@ def run_command(
         "--retime-rounds", help="rounds of the finalists' interleaved re-timing at the end (0: none)")] = 3,
     no_confine: Annotated[bool, typer.Option("--no-confine", help="run CLI agents unconfined (marked so)")] = False,
     resume: Annotated[bool, typer.Option("--resume", help="continue the campaign in --out")] = False,
-    debug: Annotated[bool, typer.Option("--debug", help="tracebacks; workers log at debug level")] = False,
+    debug: Debug = False,
 ) -> None:
     """Run a campaign: every task × agent × seed under a strategy; resumable, on local GPUs or Ray."""
     from kernellab.agents.base import AgentError
@@ -90,8 +107,6 @@ def run_command(
     try:
         if backend not in ("local", "ray"):
             raise CampaignError(f"--backend {backend!r} is not local or ray")
-        if device not in (None, "cuda", "cpu"):
-            raise CampaignError(f"--device {device!r} is not cuda or cpu")
         if address is not None and backend != "ray":
             raise CampaignError("--address is for --backend ray")
         if backend == "ray":
@@ -102,6 +117,9 @@ def run_command(
                             agent_options=parse_agent_options(agent_option, list(agent)),
                             strategy_options=parse_pairs(strategy_option, "--strategy-option"), budget=budget,
                             confine=not no_confine, eval_options=parse_pairs(eval_option, "--eval-option"))
+        if not resume:  # a resumed campaign must have the spec it started with, checked then
+            check_agents(spec, backend)
+        note_ignored_budget(spec.strategy, spec.budget, console)
         placement = plan_placement(gpus=parse_gpus(gpus), backend=backend, address=address,
                                    agent_concurrency=agent_concurrency, device=device, lock_scope=gpu_lock)
         if placement.agent_concurrency < 1:
@@ -119,6 +137,7 @@ def run_command(
         stdout.print(f"interrupted: {s.done}/{s.total} jobs finished; continue with --resume --out {out}",
                      markup=False, highlight=False)
     else:
-        stdout.print(f"{s.done}/{s.total} jobs finished, {s.passing} passing, {s.counts.get('failed', 0)} failed "
+        crashed = f", {s.crashed} crashed (see logs/)" if s.crashed else ""
+        stdout.print(f"{s.done}/{s.total} jobs finished, {s.passing} passing, {s.not_passing} not passing{crashed} "
                      f"· {placement.mode} · report: kernellab report {out}", markup=False, highlight=False)
     raise typer.Exit(outcome.exit_code)

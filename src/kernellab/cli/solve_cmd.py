@@ -23,6 +23,7 @@ from rich.text import Text
 from kernellab.agents.strategies import registered_strategies
 from kernellab.cli.errors import UsageError, report_usage_error
 from kernellab.cli.eval_cmd import stdout_to_stderr
+from kernellab.cli.options import Debug, Device, Json, plural
 
 _PHASES = {"start": "starting", "proposing": "the agent is working", "verifying": "the verifier is judging",
            "evaluating": "evaluating", "iteration": "decided", "final": "final verdict", "done": "done"}
@@ -41,6 +42,20 @@ def parse_pairs(values: list[str] | None, flag: str) -> dict[str, str]:
     return pairs
 
 
+def note_ignored_budget(strategy: str, budget: str | None, console: Console) -> None:
+    """A strategy that makes a fixed number of proposals ignores a larger iteration budget: say so
+    up front (``single`` with ``--budget 3it`` makes one proposal)."""
+    from kernellab.agents.base import Budget
+    from kernellab.agents.strategies.base import max_proposals
+
+    limit, iterations = max_proposals(strategy), Budget.parse(budget).iterations
+    if limit is not None and iterations is not None and iterations > limit:
+        others = ", ".join(n for n in registered_strategies() if max_proposals(n) is None)
+        console.print(f"note: --strategy {strategy} makes {plural(limit, 'proposal')}; the "
+                      f"budget's {iterations} iterations are not used (strategies that use them: {others})",
+                      markup=False, highlight=False)
+
+
 def solve_command(
     task: Annotated[str, typer.Option("--task", help="suite id (e.g. elementwise/relu), task folder or .py file")],
     agent: Annotated[str, typer.Option("--agent", help="agent adapter (kernellab agents list)")],
@@ -54,10 +69,10 @@ def solve_command(
         "--budget", help="30m, 90s, 2h, $5, 50it, or several joined by commas (30m,$5)")] = None,
     no_confine: Annotated[bool, typer.Option("--no-confine", help="run CLI agents unconfined (marked so)")] = False,
     seed: Annotated[int, typer.Option("--seed", help="seeds the strategy and the agent's proposals")] = 0,
-    device: Annotated[str | None, typer.Option("--device", help="cuda | cpu (default: cuda when present)")] = None,
+    device: Device = None,
     resume: Annotated[bool, typer.Option("--resume", help="continue an unfinished solve in --out")] = False,
-    as_json: Annotated[bool, typer.Option("--json", help="print exactly the result.json document on stdout")] = False,
-    debug: Annotated[bool, typer.Option("--debug", help="tracebacks and worker logs")] = False,
+    as_json: Json = False,
+    debug: Debug = False,
 ) -> None:
     """Solve one task with one agent and a strategy; exit 0 passed, 1 failed, 2 unusable, 3 holdout failed."""
     from kernellab.agents.base import AgentError, Budget
@@ -70,8 +85,7 @@ def solve_command(
         parsed_budget = Budget.parse(budget)
         agent_options = parse_pairs(agent_option, "--agent-option")
         strategy_options = parse_pairs(strategy_option, "--strategy-option")
-        if device not in (None, "cuda", "cpu"):
-            raise AgentError(f"--device {device!r} is not cuda or cpu")
+        note_ignored_budget(strategy, budget, console)
         display = LiveDisplay(console, f"{task} · {agent} · {strategy} · budget {parsed_budget}")
         with stdout_to_stderr(), display:
             result = solve(task, agent, agent_options, strategy, strategy_options, parsed_budget, out,
@@ -165,7 +179,8 @@ def print_result(result, console: Console) -> None:
     u = result.usage
     tokens = "?" if u.tokens_in is None else f"{u.tokens_in + (u.tokens_out or 0)}"
     cost = f"${result.cost_usd:.2f}" + (" + unknown" if result.cost_unknown else "")
-    console.print(f"  {result.iterations} proposals, {tokens} tokens, {cost}, {u.steps} agent steps, "
+    console.print(f"  {plural(result.iterations, 'proposal')}, {tokens} tokens, {cost}, "
+                  f"{plural(u.steps, 'agent step')}, "
                   f"agent {u.wall_s:.0f} s, evaluation {result.eval_s:.0f} s, total {result.elapsed_s:.0f} s")
     confined = "confined" if result.confined else f"UNCONFINED ({result.confinement.reason})"
     console.print(f"  {confined}; trajectory {result.trajectory_path}", highlight=False)

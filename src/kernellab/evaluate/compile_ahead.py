@@ -135,7 +135,8 @@ class CompileAhead:
             if self._paused:
                 helper.send_signal(signal.SIGSTOP)
         try:
-            helper.request("import", max(session.options.compile_timeout_s, ctx.timeout), path=str(ctx.path))
+            helper.request("import", max(session.options.compile_timeout_s, ctx.timeout), path=str(ctx.path),
+                           reference_class=ctx.is_own_reference)
             self.submitted[helper.pid] = helper.submit("warm", source=session.task.source,
                                                        where=str(reference_file(session.task)),
                                                        seed=WARM_SEED, items=items)

@@ -49,6 +49,13 @@ class EvalContext:
         return self.session.resolved.policy
 
     @property
+    def is_own_reference(self) -> bool:
+        """The candidate is the task's reference file itself, whose class is Model, not ModelNew."""
+        from kernellab.tasks.materialize import reference_file
+
+        return self.path == reference_file(self.session.task).resolve()
+
+    @property
     def requires_own_kernel(self) -> bool:
         return self.policy is not Policy.OFF
 
@@ -130,6 +137,8 @@ def _run_stages(ctx: EvalContext) -> None:
             continue
         if stage is Stage.TIMING and (verdict.failed_stage or verdict.violations):
             continue
+        if ctx.session.on_stage is not None:
+            ctx.session.on_stage(stage)
         started = time.perf_counter()
         try:
             result: StageResult | None = fn(ctx)

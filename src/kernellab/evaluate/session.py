@@ -26,7 +26,7 @@ from kernellab.evaluate import gpu_sharing
 from kernellab.evaluate.ceilings import device_name
 from kernellab.evaluate.options import EvalOptions, Resolved, resolve
 from kernellab.evaluate.reference import Case, add_precision_probes, build_case, case_nbytes
-from kernellab.evaluate.verdict import Mode, Status, Verdict
+from kernellab.evaluate.verdict import Mode, Stage, Status, Verdict
 from kernellab.sandbox.forkserver import ForkServer, kept_env, server_env, shared_server
 from kernellab.tasks.materialize import Problem, load_problem
 from kernellab.tasks.model import Config, Task, TaskError, Visibility
@@ -72,6 +72,8 @@ class EvalSession:
         # Asks the candidate's child being evaluated to let go of the judge's memory (set by the load
         # stage, cleared when the evaluation ends): used when a case does not fit on the device.
         self.child_release: Callable[[], Any] | None = None
+        # Called with each stage as it starts (the CLI's live stage line); nothing is passed back.
+        self.on_stage: Callable[[Stage], None] | None = None
         self.baselines: dict[tuple, Any] = {}
         self.ceilings = None
         self._count = 0

@@ -101,3 +101,12 @@ def mean_speedup(means: dict[str, Any] | None, *, timed: bool) -> Cell:
 def fast(value: float | None, *, timed: bool) -> Cell:
     """A fast_p value (None: nothing scored, or correct results of which none was timed)."""
     return rate(value, not_timed=not timed)
+
+
+def plural(n: int, word: str, many: str | None = None) -> str:
+    """``1 task``, ``2 tasks``, ``1 category``, ``15 categories``: counts in prose read as English."""
+    if n == 1:
+        return f"{n} {word}"
+    if many is None:
+        many = word[:-1] + "ies" if word.endswith("y") and word[-2:-1] not in "aeiou" else word + "s"
+    return f"{n} {many}"

@@ -41,12 +41,58 @@ def colours(report: RunReport) -> dict[str, str]:
     return {**colours_for(report.agents), OVERALL: "#222"}
 
 
+# The plots drawn from timings: a run without them (no GPU) leaves them out and says so once.
+TIMING_PLOTS = ("speedup distribution", "fast_p vs eager and vs torch.compile", "the speedup and fast₁ heatmaps",
+                "best speedup by iteration", "cost vs speedup")
+STATUS_COLOURS = {"passed": "#59a14f", "holdout_failed": "#f28e2b", "failed": "#e15759", "timeout": "#b07aa1",
+                  "no_candidate": "#c9c9c9"}
+
+
 def run_figures(report: RunReport) -> list[Figure]:
     c = colours(report)
+    if not report.timed and report.rows:
+        # What a run without timings shows: correctness, where kernels failed, generalization, iterations.
+        return [correctness_heatmap(report), status_figure(report), quadrant_figure(report),
+                *iteration_figures(report, c, timed=False)]
     untimed = "not timed (no speedups in this run)" if not report.timed else "no correct, timed result"
     return [speedup_distribution(report, c, untimed), *fast_p_figures(report, c, untimed),
             *heatmap_figures(report), quadrant_figure(report), *iteration_figures(report, c),
             cost_figure(report, c, untimed)]
+
+
+def untimed_note(report: RunReport) -> str | None:
+    """The one sentence a run without timings gets in place of its timing plots."""
+    if report.timed or not report.rows:
+        return None
+    modes = ", ".join(report.modes) or "unknown"
+    return (f"Nothing in this run was timed (mode {modes}: no GPU), so the plots drawn from timings — "
+            f"{', '.join(TIMING_PLOTS)} — are left out; run on a GPU for them. Shown instead: what a run "
+            f"without a GPU measures — correctness per agent and category, the verdicts' statuses, "
+            f"generalization to held-out configs, and rates by iteration.")
+
+
+def correctness_heatmap(report: RunReport) -> Figure:
+    table = tables.heatmap_table(report, "correct")
+    svg = plots.heatmap(table.title, report.agents, report.categories,
+                        _heat_cell(report.breakdowns.get("agent_category", {}), table, "correct"), kind="fraction")
+    return Figure("heatmap_correct", table.title, svg,
+                  "Share of the category's scored results that are correct (every seen, edge and small config).",
+                  table)
+
+
+def status_figure(report: RunReport) -> Figure:
+    present = sorted({r.status for r in report.rows}, key=lambda s: (list(STATUS_COLOURS).index(s)
+                                                                     if s in STATUS_COLOURS else 99, s))
+    table = tables.status_table(report, present)
+    counts = {(a, s): sum(1 for r in report.rows if r.agent == a and r.status == s)
+              for a in report.agents for s in present}
+    totals = {a: sum(counts[a, s] for s in present) for a in report.agents}
+    fractions = [(a, {s: counts[a, s] / totals[a] if totals[a] else None for s in present}) for a in report.agents]
+    segments = [(s, s.replace("_", " "), STATUS_COLOURS.get(s, "#9c9c9c")) for s in present]
+    svg = plots.stacked_bars("Verdict statuses per agent", fractions, segments, counts)
+    return Figure("statuses", "Verdict statuses", svg,
+                  "How each agent's results ended: passed, failed (wrong output, a violation, a crash), timed out, "
+                  "or another status the verdict names.", table)
 
 
 def speedup_distribution(report: RunReport, c: dict[str, str], empty: str) -> Figure:
@@ -103,6 +149,8 @@ def _heat_cell(grid: dict, table: Table, metric: str):
             return None, shown
         if metric == "geomean":
             return blk["speedup"]["vs_eager"]["geomean"], shown
+        if metric == "correct":
+            return blk["correct_rate"], shown
         return blk["fast_p"]["vs_eager"]["fast_1"], shown
 
     return cell
@@ -123,7 +171,7 @@ def quadrant_figure(report: RunReport) -> Figure:
                   f"configs, or the pipeline stopped before the holdout stage).", table)
 
 
-def iteration_figures(report: RunReport, c: dict[str, str]) -> list[Figure]:
+def iteration_figures(report: RunReport, c: dict[str, str], timed: bool = True) -> list[Figure]:
     by_agent = report.breakdowns.get("per_iteration_by_agent", {})
     rates = []
     for a, rows in by_agent.items():
@@ -139,8 +187,10 @@ def iteration_figures(report: RunReport, c: dict[str, str]) -> list[Figure]:
     best_svg = plots.line_chart("Best speedup so far by iteration (geomean vs eager)", best, xlabel="iteration",
                                 ylabel="speedup", ylog=True, yfmt=ratio_label, markers=True,
                                 empty=empty if not rates else "not timed (no speedups in this run)")
-    return [Figure("iterations_rates", "Per-iteration rates", rate_svg,
-                   "Over the attempts made at each iteration (a job that stopped contributes nothing later)."),
+    rates_caption = "Over the attempts made at each iteration (a job that stopped contributes nothing later)."
+    if not timed:
+        return [Figure("iterations_rates", "Per-iteration rates", rate_svg, rates_caption, table)]
+    return [Figure("iterations_rates", "Per-iteration rates", rate_svg, rates_caption),
             Figure("iterations_best", "Best speedup by iteration", best_svg,
                    "Geomean over jobs with a correct timed attempt so far of each job's best speedup so far.", table)]
 

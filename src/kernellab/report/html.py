@@ -31,6 +31,7 @@ def _render(template: str, **context: Any) -> str:
 def render_html(report: RunReport) -> str:
     return _render("report.html.j2", kind="run", title=f"kernellab report: {report.name}", report=report,
                    headline=tables.headline_table(report), figures=figures.run_figures(report),
+                   plots_note=figures.untimed_note(report),
                    agents=tables.agent_table(report), categories=tables.category_table(report),
                    kinds=tables.kind_table(report), tasks=tables.task_table(report))
 

@@ -154,12 +154,20 @@ def heatmap(title: str, rows: Sequence[str], cols: Sequence[str],
     """A grid of coloured cells with their values written in; missing cells are grey."""
     if not rows or not cols:
         return placeholder(title, "no results")
-    cw, ch, left, top = max(70, min(120, (WIDTH - 170) // len(cols))), 30, 150, 58
-    width = max(WIDTH // 2, left + cw * len(cols) + 20)
-    svg = Svg(width, top + ch * len(rows) + 14, title)
+    # Every plot is WIDTH wide, so that the page scales them alike and their titles read at one size
+    # (a narrower heatmap was scaled up to the figure's width, its title with it). Many categories get
+    # narrower cells and upright column labels.
+    left, ch = 150, 30
+    cw = min(120, (WIDTH - left - 20) // len(cols))
+    upright = cw < 64
+    top = 34 + (7 * max(len(_short(c)) for c in cols) if upright else 24)
+    svg = Svg(WIDTH, top + ch * len(rows) + 14, title)
     svg.text(12, 20, title, size=13, weight="600")
     for j, col in enumerate(cols):
-        svg.text(left + cw * j + cw / 2, top - 8, _short(col, cw // 7), size=10, anchor="middle")
+        if upright:
+            svg.text(left + cw * j + cw / 2 + 4, top - 6, _short(col), size=10, rotate=True)
+        else:
+            svg.text(left + cw * j + cw / 2, top - 8, _short(col, cw // 7), size=10, anchor="middle")
     for i, row in enumerate(rows):
         svg.text(left - 8, top + ch * i + ch / 2 + 4, _short(row), anchor="end")
         for j, col in enumerate(cols):

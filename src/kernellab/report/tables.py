@@ -69,7 +69,8 @@ def task_table(report: RunReport) -> Table:
     if varies["strategy"]:
         spec.append((Column("strategy", "strategy", False), lambda r: cells.text(r.strategy)))
     spec += [
-        (Column("status", "status", False), lambda r: cells.text(r.status, "" if r.scored else "warn")),
+        # "wrap": a long status (unsupported_in_interpreter) may break so that the table fits 1400 px
+        (Column("status", "status", False), lambda r: cells.text(r.status, "wrap" if r.scored else "warn wrap")),
         (Column("correct", "correct", help="every seen, edge and small config passed, no violation"),
          lambda r: cells.yes_no(r.correct)),
         (Column("holdout_correct", "holdout correct", help="held-out configs the agent never saw"),
@@ -188,7 +189,8 @@ def fast_p_threshold_table(report: RunReport) -> Table:
 
 
 def heatmap_table(report: RunReport, metric: str) -> Table:
-    """Agents × categories: ``metric`` is "geomean" (speedup vs eager) or "fast_1" (vs eager)."""
+    """Agents × categories: ``metric`` is "geomean" (speedup vs eager), "fast_1" (vs eager) or
+    "correct" (correctness rate, which a run without timings has too)."""
     grid: Mapping[str, Mapping[str, dict]] = report.breakdowns.get("agent_category", {})
 
     def cell(agent: str, cat: str) -> Cell:
@@ -199,14 +201,27 @@ def heatmap_table(report: RunReport, metric: str) -> Table:
                            report.timed)
         if metric == "geomean":
             return cells.mean_speedup(blk["speedup"]["vs_eager"], timed=timed)
+        if metric == "correct":
+            return cells.rate(blk["correct_rate"])
         return cells.fast(blk["fast_p"]["vs_eager"]["fast_1"], timed=timed)
 
     spec: list[tuple[Column, Callable[[str], Cell]]] = [(Column("agent", "agent", False), cells.text)]
     for cat in report.categories:
         spec.append((Column(cat, cat), lambda agent, cat=cat: cell(agent, cat)))
-    title = ("Geomean speedup vs eager (correct results), agent × category" if metric == "geomean"
-             else "fast₁ vs eager, agent × category")
+    title = {"geomean": "Geomean speedup vs eager (correct results), agent × category",
+             "fast_1": "fast₁ vs eager, agent × category",
+             "correct": "Correctness rate, agent × category"}[metric]
     return make_table(f"heatmap_{metric}", title, spec, list(report.agents))
+
+
+def status_table(report: RunReport, statuses: Sequence[str]) -> Table:
+    """Per agent, how many of its results ended in each verdict status."""
+    spec: list[tuple[Column, Callable[[Any], Cell]]] = [(Column("agent", "agent", False), cells.text)]
+    for status in statuses:
+        spec.append((Column(status, status.replace("_", " ")),
+                     lambda agent, status=status: cells.number(
+                         sum(1 for r in report.rows if r.agent == agent and r.status == status))))
+    return make_table("statuses", "Verdict statuses per agent", spec, list(report.agents))
 
 
 def quadrant_table(report: RunReport) -> Table:

@@ -20,6 +20,7 @@ from typing import Any
 
 from rich.console import Console
 
+from kernellab.report.cells import plural
 from kernellab.run.campaign import CampaignError, CampaignSpec, Placement, open_campaign
 from kernellab.run.progress import CampaignProgress, Standing
 from kernellab.run.scheduler import FINALISTS_FILE, LOCK_SCOPES, plan_slots
@@ -115,7 +116,8 @@ def run_campaign(run_dir: Path, spec: CampaignSpec, placement: Placement, *, res
     try:
         slots = plan_slots(placement.gpus, placement.agent_concurrency)
         backend = _backend(placement, slots, debug)
-        title = f"{run_dir.name} · {len(spec.tasks)} tasks × {len(spec.agents)} agents × {spec.seeds} seeds · " \
+        title = f"{run_dir.name} · {plural(len(spec.tasks), 'task')} × {plural(len(spec.agents), 'agent')} × " \
+                f"{plural(spec.seeds, 'seed')} · " \
                 f"{spec.strategy} · {placement.mode}"
         interrupted, status = False, {}
         with CampaignProgress(store, run.id, console, title, len(slots)) as progress:

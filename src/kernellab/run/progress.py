@@ -3,8 +3,8 @@ as a rich live panel on a terminal, and one line per finished job either way."""
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Self
 
 from rich.console import Console, Group
@@ -12,6 +12,7 @@ from rich.live import Live
 from rich.panel import Panel
 from rich.table import Table
 
+from kernellab.report.cells import plural
 from kernellab.score.from_store import scoring_attempt
 from kernellab.score.store import Store
 
@@ -21,13 +22,16 @@ class JobLine:
     job_id: int
     key: str
     status: str  # job status
-    verdict: str  # the scoring verdict's status, or "no_candidate" / the error
+    verdict: str  # the scoring verdict's status, "no_candidate", or "crashed: <the error>"
     correct: bool
     speedup: float | None
 
 
 @dataclass(frozen=True)
 class Standing:
+    """``counts`` are job statuses: a job whose verdict failed is ``done``; ``failed`` is a job that
+    crashed (its worker or the solve itself raised), shown as "crashed" so the two never share a word."""
+
     total: int
     counts: dict[str, int]
     passing: int
@@ -39,10 +43,18 @@ class Standing:
     def done(self) -> int:
         return self.counts.get("done", 0) + self.counts.get("failed", 0)
 
+    @property
+    def crashed(self) -> int:
+        return self.counts.get("failed", 0)
 
-def standing(store: Store, run_id: int, *, started: float, done_at_start: int, workers: int) -> Standing:
-    """Where the campaign stands. ETA: the mean wall time of the jobs finished in this session × the
-    jobs left ÷ the workers (None until one has finished)."""
+    @property
+    def not_passing(self) -> int:
+        """Jobs that finished with a verdict that did not pass (or no kernel)."""
+        return sum(1 for f in self.finished if f.status == "done" and not f.correct)
+
+
+def standing(store: Store, run_id: int, *, workers: int, at: datetime | None = None) -> Standing:
+    """Where the campaign stands (``at``: now, in the store's clock)."""
     with store.snapshot():
         jobs = store.jobs(run_id)
         by_job: dict[int, list] = {}
@@ -57,17 +69,36 @@ def standing(store: Store, run_id: int, *, started: float, done_at_start: int, w
         v = (chosen.verdict if chosen is not None else None) or {}
         correct = bool(v.get("correct"))
         speedup = (v.get("speedup") or {}).get("vs_eager")
-        verdict = v.get("status") or (j.error if j.status == "failed" else "no_candidate")
+        verdict = f"crashed: {j.error or 'no reason recorded'}" if j.status == "failed" \
+            else v.get("status") or "no_candidate"
         finished.append(JobLine(j.id, j.key, j.status, str(verdict), correct, speedup))
         if correct and speedup is not None and speedup > best.get(j.task_id, 0.0):
             best[j.task_id] = speedup
-    total = len(jobs)
-    done = counts["done"] + counts["failed"]
-    eta = None
-    here = done - done_at_start
-    if here > 0 and total > done:
-        eta = (time.monotonic() - started) / here * (total - done) / max(1, min(workers, total - done))
-    return Standing(total, counts, sum(1 for f in finished if f.correct), tuple(finished), best, eta)
+    eta = estimate_eta(jobs, workers, at or datetime.now(UTC))
+    return Standing(len(jobs), counts, sum(1 for f in finished if f.correct), tuple(finished), best, eta)
+
+
+def estimate_eta(jobs: list, workers: int, now: datetime) -> float | None:
+    """Seconds until the last job finishes: each job takes the mean time the finished jobs took; a
+    running job has that less the time it has run (never below zero) left; the jobs left are spread
+    over the workers, and nothing ends before the running job with the most left. None until a job
+    has finished. It counts down while jobs run, the last one included."""
+    took = [_seconds(j.finished) - _seconds(j.started) for j in jobs
+            if j.status in ("done", "failed") and j.started and j.finished]
+    left_jobs = [j for j in jobs if j.status in ("pending", "running")]
+    if not took or not left_jobs:
+        return None
+    mean = sum(took) / len(took)
+    clock = now.timestamp()
+    running = [max(0.0, mean - (clock - _seconds(j.started))) if j.started else mean
+               for j in left_jobs if j.status == "running"]
+    pending = sum(1 for j in left_jobs if j.status == "pending")
+    work = sum(running) + pending * mean
+    return max(max(running, default=0.0), work / max(1, min(workers, len(left_jobs))))
+
+
+def _seconds(stamp: str) -> float:
+    return datetime.fromisoformat(stamp).timestamp()
 
 
 class CampaignProgress:
@@ -75,9 +106,7 @@ class CampaignProgress:
 
     def __init__(self, store: Store, run_id: int, console: Console, title: str, workers: int) -> None:
         self.store, self.run_id, self.console, self.title, self.workers = store, run_id, console, title, workers
-        self.started = time.monotonic()
-        first = standing(store, run_id, started=self.started, done_at_start=0, workers=workers)
-        self.done_at_start = first.done
+        first = standing(store, run_id, workers=workers)
         self.seen = {f.job_id for f in first.finished}
         self.last = first
         self.live: Live | None = None
@@ -87,7 +116,7 @@ class CampaignProgress:
             self.live = Live(self.render(), console=self.console, refresh_per_second=2, transient=False)
             self.live.__enter__()
         else:
-            self.console.print(f"run {self.title}: {self.last.total} jobs, {self.last.done} already finished",
+            self.console.print(f"run {self.title}: {plural(self.last.total, 'job')}, {self.last.done} already finished",
                                markup=False, highlight=False)
         return self
 
@@ -97,12 +126,12 @@ class CampaignProgress:
             self.live.__exit__(None, None, None)
 
     def tick(self) -> Standing:
-        s = standing(self.store, self.run_id, started=self.started, done_at_start=self.done_at_start,
-                     workers=self.workers)
+        s = standing(self.store, self.run_id, workers=self.workers)
         for f in s.finished:
             if f.job_id not in self.seen:
+                # numbered as printed: jobs that finished between two polls get consecutive numbers
                 self.seen.add(f.job_id)
-                self.console.print(job_line(f, s), markup=False, highlight=False)
+                self.console.print(job_line(f, len(self.seen), s.total), markup=False, highlight=False)
         self.last = s
         if self.live is not None:
             self.live.update(self.render())
@@ -114,17 +143,17 @@ class CampaignProgress:
         grid.add_column(style="bold")
         grid.add_column()
         grid.add_row("jobs", f"{s.done}/{s.total} finished · {s.counts.get('running', 0)} running · "
-                             f"{s.counts.get('pending', 0)} pending · {s.counts.get('failed', 0)} failed")
-        grid.add_row("passing", f"{s.passing} of {s.done}")
+                             f"{s.counts.get('pending', 0)} pending · {s.crashed} crashed")
+        grid.add_row("passing", f"{s.passing} of {s.done}, {s.not_passing} not passing")
         top = sorted(s.best.items(), key=lambda kv: -kv[1])[:5]
         grid.add_row("best", " · ".join(f"{t} x{v:.2f}" for t, v in top) or "—")
         grid.add_row("eta", format_eta(s.eta_s))
         return Panel(Group(grid), title=f"run {self.title}")
 
 
-def job_line(f: JobLine, s: Standing) -> str:
+def job_line(f: JobLine, number: int, total: int) -> str:
     speed = f" x{f.speedup:.2f}" if f.speedup else ""
-    return f"[{s.done}/{s.total}] {f.key}: {f.verdict}{' (correct)' if f.correct else ''}{speed}"
+    return f"[{number}/{total}] {f.key}: {f.verdict}{' (correct)' if f.correct else ''}{speed}"
 
 
 def format_eta(seconds: float | None) -> str:

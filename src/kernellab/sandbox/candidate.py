@@ -7,11 +7,14 @@ an OOM kill) is described from its exit status and the tail of its log. Either w
 
 from __future__ import annotations
 
+import functools
 import os
+import re
 import secrets
 import select
 import signal
 import socket
+import sysconfig
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -41,15 +44,46 @@ class ChildFailure(RuntimeError):
 
 
 class CandidateError(RuntimeError):
-    """The candidate's code raised inside the child; the child itself is still healthy."""
+    """The candidate's code raised inside the child; the child itself is still healthy. The message
+    names where in the candidate's own code it raised (``kernel.py:12 in forward``), found in the
+    child's traceback, so that a user or an agent need not dig the traceback out of a log."""
 
     def __init__(self, reply: dict[str, Any]):
-        super().__init__(reply.get("error") or "candidate raised")
         self.exc_type = reply.get("exc_type", "")
-        self.traceback = reply.get("traceback", "")
+        self.traceback = reply.get("traceback", "") if isinstance(reply.get("traceback"), str) else ""
+        self.where = candidate_frame(self.traceback)
+        message = reply.get("error") or "candidate raised"
+        super().__init__(f"{message} (at {self.where})" if self.where else message)
         # The harness's name for a known interpreter gap (``interpreter_gap.GAPS``), found from the
         # traceback in the child; never read from the exception's text.
         self.interpreter_gap = reply.get("interpreter_gap")
+
+
+_FRAME = re.compile(r'^\s*File "([^"\n]+)", line (\d+), in ([^\n]+)$', re.M)
+
+
+@functools.cache
+def _library_dirs() -> tuple[str, ...]:
+    """Where code that is not the candidate's lives: the standard library, installed packages
+    (torch, triton) and kernellab itself."""
+    import kernellab
+
+    dirs = {os.path.realpath(p) for key, p in sysconfig.get_paths().items()
+            if key in ("stdlib", "platstdlib", "purelib", "platlib")}
+    dirs.add(os.path.realpath(os.path.dirname(kernellab.__file__)))
+    return tuple(d + os.sep for d in sorted(dirs))
+
+
+def candidate_frame(traceback_text: str) -> str | None:
+    """``file.py:LINE in FUNCTION`` of the innermost frame of a traceback that lies outside the
+    libraries (the candidate's own code, also its Triton kernels under the interpreter); None when
+    every frame is a library's. Text only: the traceback came from the candidate's process."""
+    found = None
+    for path, line, function in _FRAME.findall(traceback_text):
+        if path.startswith("<") or os.path.realpath(path).startswith(_library_dirs()):
+            continue
+        found = f"{os.path.basename(path)}:{line} in {function.strip()}"
+    return found
 
 
 @dataclass
@@ -75,6 +109,7 @@ class CandidateProcess:
         self.channel = Channel(judge_end)
         self.dead: str | None = None
         self.token: str | None = None  # the request waiting for its answer, which must echo it
+        self.busy = False  # a request was sent and its answer not yet read (the child may be running it)
         self.compile_seconds = 0.0  # JIT compile time the child reported, summed over requests
         # op -> [requests, seconds the judge waited, seconds the child spent in the op]: where an
         # evaluation's time goes (the difference is transport: pickling and CUDA IPC mapping).
@@ -101,6 +136,7 @@ class CandidateProcess:
             self.channel.send({"op": op, "token": self.token, **kwargs})
         except ChannelClosed:
             raise self._failure("died") from None
+        self.busy = True
         return started
 
     def answered(self) -> bool:
@@ -110,6 +146,7 @@ class CandidateProcess:
     def collect(self, op: str, started: float, timeout: float) -> Any:
         """The answer to the request ``submit`` sent at ``started``."""
         reply = self._receive(timeout)
+        self.busy = False
         stats = self.op_stats.setdefault(op, [0, 0.0, 0.0])
         stats[0] += 1
         stats[1] += time.perf_counter() - started
@@ -204,7 +241,10 @@ class CandidateProcess:
             pass
 
     def close(self) -> None:
-        if not self.dead:
+        """Ask the child to let go of the judge's memory and exit; killed at once instead when it is
+        still running a request whose answer nobody will read (an interrupted evaluation: a candidate
+        that hangs would otherwise hold the caller for the 30 s the polite exit waits)."""
+        if not self.dead and not self.busy:
             try:
                 self.channel.send({"op": "exit"})  # the child lets go of the judge's memory, then answers
                 self.channel.recv(30)

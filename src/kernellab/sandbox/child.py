@@ -168,7 +168,9 @@ class Harness:
             torch.cuda.synchronize()
         return {}
 
-    def op_import(self, path: str) -> dict[str, Any]:
+    def op_import(self, path: str, reference_class: bool = False) -> dict[str, Any]:
+        """Import the candidate's file. Its class is ``ModelNew``; ``reference_class``: the file is the
+        task's own reference, evaluated as its own candidate, whose class is ``Model``."""
         started = _perf_counter()
         if self.guard is not None:  # its code is the candidate's even where it lies among trusted files
             self.guard.untrust(path)
@@ -184,10 +186,14 @@ class Harness:
         with open(path, "rb") as f:
             code = compile(f.read(), path, "exec", dont_inherit=True)
         exec(code, module.__dict__)
-        # ModelNew by contract; a bare reference (class Model) may be evaluated as its own candidate.
-        self.model_cls = getattr(module, "ModelNew", None) or getattr(module, "Model", None)
+        # ModelNew by contract; only the task's reference evaluated as its own candidate has Model.
+        self.model_cls = getattr(module, "ModelNew", None)
+        if self.model_cls is None and reference_class:
+            self.model_cls = getattr(module, "Model", None)
         if not isinstance(self.model_cls, type):
-            raise AttributeError("the candidate defines no class ModelNew")
+            also = " (it defines Model, the reference's class: name the candidate's class ModelNew)" \
+                if isinstance(getattr(module, "Model", None), type) else ""
+            raise AttributeError(f"the candidate defines no class ModelNew{also}")
         self.module = module
         return {"seconds": _perf_counter() - started}
 

@@ -47,6 +47,8 @@ class StrategyOutcome:
 class Strategy(abc.ABC):
     name: ClassVar[str] = ""
     Options: ClassVar[type[StrategyOptions]] = StrategyOptions
+    # The most proposals the strategy ever makes, whatever the budget (None: as many as the budget allows)
+    proposals_at_most: ClassVar[int | None] = None
 
     def __init__(self, **options: Any) -> None:
         self.options = parse_options(self.Options, self.name, options)
@@ -68,6 +70,12 @@ class Strategy(abc.ABC):
 
 
 _REGISTRY: dict[str, type[Strategy]] = {}
+
+
+def max_proposals(name: str) -> int | None:
+    """``proposals_at_most`` of the registered strategy ``name`` (None for an unknown name too)."""
+    cls = _REGISTRY.get(name)
+    return cls.proposals_at_most if cls is not None else None
 
 
 def register_strategy(name: str) -> Callable[[type[Strategy]], type[Strategy]]:

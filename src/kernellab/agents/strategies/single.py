@@ -14,6 +14,8 @@ from kernellab.agents.strategies.stopping import Stop
 
 @register_strategy("single")
 class Single(Strategy):
+    proposals_at_most = 1
+
     def run(self, ctx: SearchContext) -> StrategyOutcome:
         if (stop := ctx.stop()) is not None:
             return StrategyOutcome(None, stop, "no proposal made")

@@ -32,7 +32,8 @@ def run(ctx) -> StageResult:
     session.child_release = lambda: child.request("release", 60)
     started = time.perf_counter()
     # Importing may build extensions (load_inline at module level): the compile budget, not a call's.
-    ctx.child.request("import", max(session.options.compile_timeout_s, ctx.timeout), path=str(ctx.path))
+    ctx.child.request("import", max(session.options.compile_timeout_s, ctx.timeout), path=str(ctx.path),
+                      reference_class=ctx.is_own_reference)
     ctx.import_seconds = time.perf_counter() - started
     run_case(ctx, case)  # judged again by the smoke stage; here it must only run
     ctx.verdict.compiled = True

@@ -1,6 +1,8 @@
 /* Sortable tables: click (or Enter on) a header to sort by it; again to reverse. Numbers sort by value,
    text alphabetically; cells without a value always sort last. A link ending in
-   #sort=<table>:<column>:<asc|desc> opens with that table sorted. */
+   #sort=<table>:<column>:<asc|desc> opens with that table sorted.
+   Column pickers: the "columns" list above a table shows or hides each of its columns; a link ending
+   in #hide=<table>:<column>,<column> opens with those hidden (several parts joined by "&"). */
 (function () {
   "use strict";
   var body = document.body;
@@ -59,10 +61,54 @@
       if (header.getAttribute("data-key") === key) { sortTable(table, index, dir); }
     });
   }
+  function showColumn(table, index, shown) {
+    each(table.rows, function (row) {
+      if (row.cells[index]) { row.cells[index].style.display = shown ? "" : "none"; }
+    });
+    var hidden = [];
+    each(table.tHead.rows[0].cells, function (h) {
+      if (h.style.display === "none") { hidden.push(h.getAttribute("data-key")); }
+    });
+    table.setAttribute("data-hidden", hidden.join(","));
+  }
+  function picker(table) {
+    var box = document.querySelector("details.columns[data-for='" + table.id + "']");
+    if (!box) { return; }
+    each(table.tHead.rows[0].cells, function (header, index) {
+      var label = document.createElement("label");
+      var tick = document.createElement("input");
+      tick.type = "checkbox";
+      tick.checked = true;
+      tick.setAttribute("data-key", header.getAttribute("data-key"));
+      tick.addEventListener("change", function () { showColumn(table, index, tick.checked); });
+      label.appendChild(tick);
+      label.appendChild(document.createTextNode(" " + header.textContent));
+      box.appendChild(label);
+    });
+  }
+  function hideFromHash() {
+    var re = /(?:^#|&)hide=([^&]+)/g, m;
+    while ((m = re.exec(window.location.hash)) !== null) {
+      var parts = decodeURIComponent(m[1]).split(":");
+      var table = document.getElementById("t-" + parts.shift());
+      if (!table) { continue; }
+      var keys = parts.join(":").split(",");
+      each(table.tHead.rows[0].cells, function (header, index) {
+        var hide = keys.indexOf(header.getAttribute("data-key")) >= 0;
+        if (!hide) { return; }
+        showColumn(table, index, false);
+        var tick = document.querySelector("details.columns[data-for='" + table.id + "'] input[data-key='" +
+                                          header.getAttribute("data-key") + "']");
+        if (tick) { tick.checked = false; }
+      });
+    }
+  }
   var tables = document.querySelectorAll("table.sortable");
   each(tables, init);
+  each(tables, picker);
   sortFromHash();
-  window.addEventListener("hashchange", sortFromHash);
+  hideFromHash();
+  window.addEventListener("hashchange", function () { sortFromHash(); hideFromHash(); });
   body.setAttribute("data-sortable-tables", String(tables.length));
   body.setAttribute("data-report-ready", "1");
 }());
