@@ -91,6 +91,7 @@ class ReferenceModel:
     input_ranks: dict[str, int] = field(default_factory=dict)  # from get_inputs, where it says
     outputs: tuple[Node, ...] | None = None
     why_not: str | None = None  # why ``outputs`` is None
+    source: str = ""  # the reference file, for readers of facts the tree leaves out (float32 upcasts)
 
     def param(self, node: Node) -> Param | None:
         return self.params.get(node.name) if node.op == "param" else None
@@ -118,6 +119,12 @@ _OPS: dict[str, tuple[str, int, tuple[str, ...]]] = {
     "matmul": ("matmul", 2, ()), "mm": ("matmul", 2, ()), "t": ("t", 1, ()),
     "linear": ("linear", 1, ("weight", "bias")), "addmm": ("addmm", 3, ()),
 }
+_OPS.update({  # losses and lookups (cross-entropy, embedding, RMSNorm as one call)
+    "cross_entropy": ("cross_entropy", 2, ("weight", "size_average", "ignore_index", "reduce", "reduction",
+                                           "label_smoothing")),
+    "embedding": ("embedding", 2, ("padding_idx", "max_norm", "norm_type", "scale_grad_by_freq", "sparse")),
+    "rms_norm": ("rms_norm", 1, ("normalized_shape", "weight", "eps")),
+})
 _BINOPS = {ast.Add: "add", ast.Sub: "sub", ast.Mult: "mul", ast.Div: "div", ast.Pow: "pow", ast.MatMult: "matmul"}
 
 
@@ -138,7 +145,8 @@ def read_model(source: str) -> ReferenceModel | None:
     segment = " " * init.col_offset + (ast.get_source_segment(source, init) or "")
     facts = ReferenceModel(init_source=textwrap.dedent(segment),
                            init_args=[a.arg for a in init.args.args[1:]],
-                           forward_args=[a.arg for a in forward.args.args[1:]], constants=constants)
+                           forward_args=[a.arg for a in forward.args.args[1:]], constants=constants,
+                           source=source)
     _read_init(init, facts)
     facts.init_prelude = _prelude(init, source, tree, assigned, facts.init_args)
     facts.input_ranks = _input_ranks(tree, facts.forward_args)
@@ -339,6 +347,8 @@ class _Reader:
         else:  # a tensor method: the receiver is the first operand
             if name in _CASTS:
                 return self.expr(func.value)
+            if name in _RESHAPES:
+                return self.reshape(func.value, node)
             operands = [func.value, *node.args]
         if name not in _OPS:
             raise Unsupported(f"{base + '.' if base in _NAMESPACES else 'Tensor.'}{name}")
@@ -358,8 +368,103 @@ class _Reader:
             return Node("add", (args[0], Node("mul", (kw["alpha"], args[1]))))
         return Node(op, args, tuple(sorted(kw.items())))
 
+    def reshape(self, receiver: ast.AST, node: ast.Call) -> Node:
+        """``x.view(-1, x.size(-1))`` and the like: a ``reshape`` node whose ``shape`` keyword holds the
+        sizes (constants where literal, opaque otherwise), so a template can tell a flattening of the
+        leading dimensions from any other reshape."""
+        if node.keywords:
+            raise Unsupported("reshape with keywords")
+        sizes = node.args[0].elts if len(node.args) == 1 and isinstance(node.args[0], (ast.Tuple, ast.List)) \
+            else node.args
+        shape = tuple(_size_of(a) for a in sizes)
+        return Node("reshape", (self.expr(receiver),), (("shape", const(shape)),))
+
     def kwvalue(self, node: ast.AST) -> Node:
         try:
             return self.expr(node)
         except Unsupported:
             return Node("opaque", name=ast.unparse(node))
+
+
+# ------------------------------------------------------------------------------------ reshapes and casts
+
+_RESHAPES = {"view", "reshape", "flatten"}
+
+
+def _size_of(node: ast.AST) -> int | str:
+    """A reshape size: an int where literal, ``"last"`` for ``t.size(-1)`` / ``t.shape[-1]``, else its text."""
+    try:
+        value = ast.literal_eval(node)
+        if isinstance(value, int):
+            return value
+    except (ValueError, SyntaxError, TypeError):
+        pass
+    text = ast.unparse(node).replace(" ", "")
+    if text.endswith((".size(-1)", ".shape[-1]")):
+        return "last"
+    return text
+
+
+def flattens_rows(node: Node) -> Node | None:
+    """The tensor under ``node`` when ``node`` views it as rows over its last dimension
+    (``x.view(-1, x.size(-1))``, ``x.reshape(-1, V)``) or as one flat vector (``t.view(-1)``)."""
+    if node.op != "reshape":
+        return None
+    shape = node.const("shape", ())
+    if shape in ((-1,), (-1, "last")) or (len(shape) == 2 and shape[0] == -1 and isinstance(shape[1], (int, str))
+                                          and shape[1] != -1):
+        return node.args[0]
+    return None
+
+
+_FLOAT32 = {"torch.float32", "torch.float"}
+
+
+def float32_upcast_calls(source: str, callee: str) -> bool:
+    """Whether every call of ``callee`` (e.g. ``cross_entropy``) in ``Model.forward`` gets its first
+    argument cast to float32 (``x.float()``, ``x.to(torch.float32)``,
+    ``x.to(torch.promote_types(x.dtype, torch.float32))``), directly or through a local name.
+
+    The tree ``read_model`` gives reads casts as the identity; a template whose output dtype follows its
+    input's asks this to know when the reference returns float32 for 16-bit inputs.
+    """
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return False
+    model = next((n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "Model"), None)
+    forward = next((n for n in getattr(model, "body", []) if isinstance(n, ast.FunctionDef) and n.name == "forward"),
+                   None)
+    if forward is None:
+        return False
+    env: dict[str, ast.AST] = {}
+    found = []
+    for stmt in forward.body:
+        if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name):
+            env[stmt.targets[0].id] = stmt.value
+        for node in ast.walk(stmt):
+            if isinstance(node, ast.Call) and isinstance(node.func, (ast.Attribute, ast.Name)) and node.args and \
+                    (getattr(node.func, "attr", None) or getattr(node.func, "id", None)) == callee:
+                found.append(_upcast(node.args[0], env))
+    return bool(found) and all(found)
+
+
+def _upcast(node: ast.AST, env: dict[str, ast.AST], depth: int = 0) -> bool:
+    if depth > 16:
+        return False
+    if isinstance(node, ast.Name) and node.id in env:
+        return _upcast(env[node.id], env, depth + 1)
+    if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)):
+        return False
+    name = node.func.attr
+    if name == "float":
+        return True
+    if name == "to":
+        targets = list(node.args) + [k.value for k in node.keywords if k.arg == "dtype"]
+        for t in targets:
+            text = ast.unparse(t).replace(" ", "")
+            if text in _FLOAT32 or (text.startswith("torch.promote_types(") and text.endswith(",torch.float32)")):
+                return True
+    if name in _CASTS or name in _RESHAPES:
+        return _upcast(node.func.value, env, depth + 1)
+    return False
