@@ -19,6 +19,8 @@ SERVED = [
     ("losses/cross_entropy_ignore_index", "cross_entropy"),
     ("losses/cross_entropy_label_smoothing", "cross_entropy"),
     ("losses/cross_entropy_2d", "cross_entropy"),
+    ("losses/fused_linear_cross_entropy", "linear_cross_entropy"),
+    ("fusion/linear_cross_entropy", "linear_cross_entropy"),
 ]
 
 # Parameters that send the templates down their split-row and multi-chunk paths on the small configs.
@@ -27,6 +29,9 @@ SPLIT = [
     ("losses/cross_entropy_label_smoothing", "cross_entropy", {"CHUNK": 16, "TILE": 32, "MIN_SEGMENT": 16,
                                                                "TARGET_PROGRAMS": 64}),
     ("losses/cross_entropy_none", "cross_entropy", {"CHUNK": 32, "MIN_SEGMENT": 32, "GRAD_TILE": 16}),
+    ("losses/fused_linear_cross_entropy", "linear_cross_entropy", {"CHUNK_TOKENS": 3, "CE_CHUNK": 32, "BLOCK_M": 16,
+                                                                   "BLOCK_N": 16, "BLOCK_K": 16, "BLOCK_M_F32": 16,
+                                                                   "BLOCK_N_F32": 16, "BLOCK_K_F32": 16}),
 ]
 
 

@@ -167,7 +167,7 @@ def _ce_stats_kernel(x_ptr, t_ptr, part_ptr, lse_ptr, loss_ptr, n_rows, n_cols, 
             zsum += tl.sum(tl.where(mask, z, 0.0), axis=1)
     if FINISH:  # the whole row was this program's: its loss now
         lse = m + tl.log(s)
-        loss = lse - zt
+        loss = (m - zt) + tl.log(s)  # not lse - zt: that loses the digits of a small loss to m's rounding
         if SMOOTH:
             loss = (1.0 - smoothing) * loss + smoothing * (lse - zsum / n_cols)
         tl.store(lse_ptr + rows, lse, mask=rmask)
@@ -193,10 +193,11 @@ def _ce_combine_kernel(t_ptr, part_ptr, lse_ptr, loss_ptr, n_rows, n_cols, n_spl
     ps = tl.load(part + 1, mask=pmask, other=0.0)
     m = tl.max(pm, axis=1)
     m = tl.where(m == float("-inf"), 0.0, m)
-    lse = m + tl.log(tl.sum(ps * tl.exp(pm - m[:, None]), axis=1))
+    log_s = tl.log(tl.sum(ps * tl.exp(pm - m[:, None]), axis=1))
+    lse = m + log_s
     zt = tl.sum(tl.load(part + 3, mask=pmask, other=0.0), axis=1)
     t = tl.load(t_ptr + rows, mask=rmask, other=ignore_index)
-    loss = lse - zt
+    loss = (m - zt) + log_s
     if SMOOTH:
         zsum = tl.sum(tl.load(part + 2, mask=pmask, other=0.0), axis=1)
         loss = (1.0 - smoothing) * loss + smoothing * (lse - zsum / n_cols)
