@@ -21,10 +21,15 @@ SERVED = [
     ("losses/cross_entropy_2d", "cross_entropy"),
     ("losses/fused_linear_cross_entropy", "linear_cross_entropy"),
     ("fusion/linear_cross_entropy", "linear_cross_entropy"),
+    ("normalization/add_rmsnorm", "norm"),
+    ("normalization/add_layernorm", "norm"),
 ]
 
 # Parameters that send the templates down their split-row and multi-chunk paths on the small configs.
 SPLIT = [
+    ("normalization/add_layernorm", "norm", {"MAX_SINGLE": 32, "CHUNK": 32, "TILE": 64, "BLOCK_N": 32,
+                                             "ROW_GROUPS": 3}),
+    ("normalization/add_rmsnorm", "norm", {"MAX_SINGLE": 32, "CHUNK": 32, "TILE": 64, "BLOCK_N": 32}),
     ("losses/cross_entropy", "cross_entropy", {"CHUNK": 16, "TILE": 16, "MIN_SEGMENT": 32, "GRAD_TILE": 32}),
     ("losses/cross_entropy_label_smoothing", "cross_entropy", {"CHUNK": 16, "TILE": 32, "MIN_SEGMENT": 16,
                                                                "TARGET_PROGRAMS": 64}),
