@@ -23,6 +23,7 @@ SERVED = [
     ("fusion/linear_cross_entropy", "linear_cross_entropy"),
     ("normalization/add_rmsnorm", "norm"),
     ("normalization/add_layernorm", "norm"),
+    ("indexing/embedding", "embedding"),
 ]
 
 # Parameters that send the templates down their split-row and multi-chunk paths on the small configs.

@@ -5,7 +5,7 @@ Importing this package registers the built-in templates; ``templates()`` lists t
 """
 
 from kernellab.kernels import elementwise, matmul, norm, reduction, softmax  # noqa: F401 - register the templates
-from kernellab.kernels import cross_entropy, linear_cross_entropy  # noqa: F401, I001 - registers the loss templates
+from kernellab.kernels import cross_entropy, embedding, linear_cross_entropy  # noqa: F401, I001 - registers the loss templates
 from kernellab.kernels.template import (
     KnobSpec,
     Match,

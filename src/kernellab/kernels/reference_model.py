@@ -76,6 +76,7 @@ class Submodule:
     name: str
     kind: str  # "Linear"
     has_bias: bool = True
+    padding_idx: int | None = None  # nn.Embedding's
 
 
 @dataclass
@@ -195,6 +196,9 @@ def _read_init(init: ast.FunctionDef, facts: ReferenceModel) -> None:
             facts.params[f"{name}.weight"] = Param(f"{name}.weight", 2)
             if bias:
                 facts.params[f"{name}.bias"] = Param(f"{name}.bias", 1)
+        elif callee.endswith("Embedding") and isinstance(value, ast.Call):
+            facts.submodules[name] = _embedding_module(name, value)
+            facts.params[f"{name}.weight"] = Param(f"{name}.weight", 2)
         elif isinstance(value, ast.Call) and callee.rsplit(".", 1)[-1][:1].isupper():  # nn.LayerNorm(...)
             facts.submodules[name] = Submodule(name, callee.rsplit(".", 1)[-1])
         else:  # a number computed or passed in (self.eps = eps, self.scale = math.sqrt(d))
@@ -337,6 +341,9 @@ class _Reader:
         name = func.attr
         if base == "self" and name in self.facts.submodules:
             sub = self.facts.submodules[name]
+            if sub.kind == "Embedding" and len(node.args) == 1 and not node.keywords:
+                return Node("embedding", (self.expr(node.args[0]), Node("param", name=f"{name}.weight")),
+                            (("padding_idx", const(sub.padding_idx)),))
             if sub.kind != "Linear" or len(node.args) != 1 or node.keywords:
                 raise Unsupported(f"submodule self.{name} ({sub.kind})")
             bias = Node("param", name=f"{name}.bias") if sub.has_bias else const(None)
@@ -468,3 +475,20 @@ def _upcast(node: ast.AST, env: dict[str, ast.AST], depth: int = 0) -> bool:
     if name in _CASTS or name in _RESHAPES:
         return _upcast(node.func.value, env, depth + 1)
     return False
+
+
+def _embedding_module(name: str, call: ast.Call) -> Submodule:
+    """``nn.Embedding(num, dim, padding_idx=p)``: its ``padding_idx`` when a literal (else none known)."""
+    pad = None
+    for kw in call.keywords:
+        if kw.arg == "padding_idx":
+            try:
+                pad = ast.literal_eval(kw.value)
+            except (ValueError, SyntaxError, TypeError):
+                pad = None
+    if len(call.args) >= 3:
+        try:
+            pad = ast.literal_eval(call.args[2])
+        except (ValueError, SyntaxError, TypeError):
+            pad = None
+    return Submodule(name, "Embedding", has_bias=False, padding_idx=pad if isinstance(pad, int) else None)
