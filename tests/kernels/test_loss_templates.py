@@ -6,15 +6,12 @@ shapes of references a model-graph extractor writes."""
 
 from __future__ import annotations
 
-import ast
-
 import pytest
+from test_kernel_templates import passes, render
 
 from kernellab.kernels import match_templates
 from kernellab.kernels.reference_model import float32_upcast_calls, read_model
 from kernellab.tasks.load import load_task
-from test_kernel_templates import passes, render
-
 
 # Parameters that send the templates down their split-row and multi-chunk paths on the small configs.
 SPLIT = [

@@ -4,8 +4,16 @@ Importing this package registers the built-in templates; ``templates()`` lists t
 ``match_templates(task)`` says which implement a task.
 """
 
-from kernellab.kernels import elementwise, matmul, norm, reduction, softmax  # noqa: F401 - register the templates
-from kernellab.kernels import cross_entropy, embedding, linear_cross_entropy  # noqa: F401, I001 - registers the loss templates
+from kernellab.kernels import (  # noqa: F401 - register the templates
+    cross_entropy,
+    elementwise,
+    embedding,
+    linear_cross_entropy,
+    matmul,
+    norm,
+    reduction,
+    softmax,
+)
 from kernellab.kernels.template import (
     KnobSpec,
     Match,

@@ -14,7 +14,13 @@ Budget per call, ``T`` ids, rows of ``D``:
 from __future__ import annotations
 
 from kernellab.kernels.reference_model import Node, ReferenceModel
-from kernellab.kernels.template import KnobSpec, Match, Template, assemble, register_template
+from kernellab.kernels.template import (
+    KnobSpec,
+    Match,
+    Template,
+    assemble,
+    register_template,
+)
 from kernellab.tasks.model import Task
 
 KNOBS = [

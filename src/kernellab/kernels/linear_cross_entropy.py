@@ -19,8 +19,19 @@ Budget per call, T tokens, H hidden, V vocabulary:
 from __future__ import annotations
 
 from kernellab.kernels.cross_entropy import CE_KERNELS, loss_options
-from kernellab.kernels.reference_model import Node, ReferenceModel, flattens_rows, float32_upcast_calls
-from kernellab.kernels.template import KnobSpec, Match, Template, assemble, register_template
+from kernellab.kernels.reference_model import (
+    Node,
+    ReferenceModel,
+    flattens_rows,
+    float32_upcast_calls,
+)
+from kernellab.kernels.template import (
+    KnobSpec,
+    Match,
+    Template,
+    assemble,
+    register_template,
+)
 from kernellab.tasks.model import Task
 
 KNOBS = [
