@@ -8,6 +8,7 @@ and the template's largest error against float32 eager, so a GPU-only defect (bf
 under the interpreter) shows next to its time.
 
     PYTHONPATH=src python benchmarks/fused_ops_timing.py --out results.json [--quick] [--no-compile]
+    TRITON_INTERPRET=1 PYTHONPATH=src python benchmarks/fused_ops_timing.py --out x.json --smoke  # CPU: plumbing
 """
 
 from __future__ import annotations
@@ -42,14 +43,15 @@ class Row:
     note: str = ""
 
 
+DEVICE = "cuda"
+
+
 def copy_bandwidth() -> float:
     """GB/s of a 1 GiB device-to-device copy (read + write counted)."""
-    import triton.testing
-
-    src = torch.empty(1 << 29, dtype=torch.float16, device="cuda")
+    src = torch.empty(1 << 29 if DEVICE == "cuda" else 1 << 20, dtype=torch.float16, device=DEVICE)
     dst = torch.empty_like(src)
-    ms = triton.testing.do_bench(lambda: dst.copy_(src), warmup=25, rep=200)
-    return 2 * (1 << 30) / (ms * 1e-3) / 1e9
+    us = bench(lambda: dst.copy_(src))
+    return 2 * src.numel() * 2 / (us * 1e-6) / 1e9
 
 
 def module_of(source: str, name: str) -> type:
@@ -65,13 +67,18 @@ def models(task_id: str, template: str, init_args: list, dtype: torch.dtype):
     ref_cls = module_of(task.source, "Model")
     new_cls = module_of(match.render(), "ModelNew")
     torch.manual_seed(0)
-    ref = ref_cls(*init_args).cuda().to(dtype)
-    new = new_cls(*init_args).cuda().to(dtype)
+    ref = ref_cls(*init_args).to(DEVICE, dtype)
+    new = new_cls(*init_args).to(DEVICE, dtype)
     new.load_state_dict(ref.state_dict())
     return ref, new
 
 
 def bench(fn: Callable[[], object], grad_to_none=None) -> float:
+    """µs per call: ``do_bench``'s median (L2 flushed) on a GPU; one timed call on the CPU (plumbing only)."""
+    if DEVICE != "cuda":
+        start = time.perf_counter()
+        fn()
+        return (time.perf_counter() - start) * 1e6
     import triton.testing
 
     return triton.testing.do_bench(fn, warmup=10, rep=60, grad_to_none=grad_to_none) * 1e3
@@ -94,7 +101,7 @@ def run_case(rows: list[Row], op: str, shape: str, dtype: torch.dtype, ref: torc
     if liger is not None:
         impls["liger"] = liger
     # accuracy: the template against eager in float32 (float32 copies of the same inputs and parameters)
-    ref32 = type(ref)(*ref._bench_init).cuda().float()
+    ref32 = type(ref)(*ref._bench_init).to(DEVICE, torch.float32)
     ref32.load_state_dict({k: v.float() for k, v in ref.state_dict().items()})
     inputs32 = [x.float() if x.is_floating_point() else x for x in inputs]
     with torch.no_grad():
@@ -145,9 +152,9 @@ def liger_ops():
         return None
     ops = {"ce": LigerCrossEntropyLoss, "flce": LigerFusedLinearCrossEntropyLoss}
     try:
+        from liger_kernel.transformers.fused_add_rms_norm import LigerFusedAddRMSNorm
         from liger_kernel.transformers.layer_norm import LigerLayerNorm
-        from liger_kernel.transformers.rms_norm import LigerRMSNorm
-        ops["rms"], ops["ln"] = LigerRMSNorm, LigerLayerNorm
+        ops["rms"], ops["ln"] = LigerFusedAddRMSNorm, LigerLayerNorm
     except Exception as exc:  # noqa: BLE001
         print(f"Liger-Kernel norms not available: {exc}", file=sys.stderr)
     return ops
@@ -158,19 +165,23 @@ def main() -> int:
     parser.add_argument("--out", required=True)
     parser.add_argument("--quick", action="store_true", help="the anchor shapes only")
     parser.add_argument("--no-compile", action="store_true")
+    parser.add_argument("--smoke", action="store_true", help="tiny float32 shapes on the CPU: checks the plumbing")
     args = parser.parse_args()
+    global DEVICE
+    DEVICE = "cpu" if args.smoke else "cuda"
     torch.backends.cuda.matmul.allow_tf32 = False
     rows: list[Row] = []
     t0 = time.time()
     copy_gbps = copy_bandwidth()
     print(f"copy bandwidth {copy_gbps:.0f} GB/s", flush=True)
     liger = liger_ops()
-    comp = not args.no_compile
-    dev = "cuda"
+    comp = not args.no_compile and not args.smoke
+    dev = DEVICE
+    small = args.smoke
 
     def done():
         with open(args.out, "w") as f:
-            json.dump({"device": torch.cuda.get_device_name(), "torch": torch.__version__,
+            json.dump({"device": torch.cuda.get_device_name() if dev == "cuda" else "cpu", "torch": torch.__version__,
                        "copy_gbps": round(copy_gbps, 1), "seconds": round(time.time() - t0, 1),
                        "rows": [asdict(r) for r in rows]}, f, indent=1)
 
@@ -178,6 +189,8 @@ def main() -> int:
     ce_shapes = [(8192, 32768, torch.float16), (8192, 32000, torch.bfloat16), (4096, 128256, torch.bfloat16)]
     if args.quick:
         ce_shapes = ce_shapes[:1]
+    if small:
+        ce_shapes = [(8, 96, torch.float32)]
     for m, v, dtype in ce_shapes:
         ref, new = models("losses/cross_entropy", "cross_entropy", [], dtype)
         ref._bench_init = []
@@ -192,7 +205,7 @@ def main() -> int:
         done()
         del logits
     # ---- fused linear + cross-entropy at the Llama decoder's LM head (4 x 2048 tokens, 2048, 32000)
-    for t, h, v, dtype in [(8192, 2048, 32000, torch.bfloat16)]:
+    for t, h, v, dtype in [(8192, 2048, 32000, torch.bfloat16)] if not small else [(8, 32, 96, torch.float32)]:
         ref, new = models("losses/fused_linear_cross_entropy", "linear_cross_entropy", [h, v], dtype)
         ref._bench_init = [h, v]
         hidden = torch.randn(t, h, device=dev, dtype=dtype)
@@ -206,16 +219,18 @@ def main() -> int:
     # ---- residual add + RMSNorm / LayerNorm at the decoder's shapes (8192 tokens x 2048) and the anchor
     for task_id, op, lig_key in [("normalization/add_rmsnorm", "add_rmsnorm", "rms"),
                                  ("normalization/add_layernorm", "add_layernorm", "ln")]:
-        for m, n, dtype in ([(8192, 2048, torch.bfloat16), (8192, 8192, torch.float16)] if not args.quick
-                            else [(8192, 2048, torch.bfloat16)]):
+        shapes = [(8192, 2048, torch.bfloat16), (8192, 8192, torch.float16)]
+        for m, n, dtype in shapes[:1] if args.quick else [(4, 96, torch.float32)] if small else shapes:
             ref, new = models(task_id, "norm", [n, 1e-6], dtype)
             ref._bench_init = [n, 1e-6]
             x = torch.randn(m, n, device=dev, dtype=dtype)
             r = torch.randn(m, n, device=dev, dtype=dtype)
             elem = x.element_size()
             lig = None
-            if liger and lig_key in liger:  # Liger's norm after an unfused add: what a Liger user gets
-                norm = liger[lig_key](n).cuda().to(dtype) if lig_key == "ln" else liger[lig_key](n, eps=1e-6).cuda().to(dtype)
+            if liger and lig_key == "rms":  # Liger's fused add + RMSNorm: (normed, sum)
+                lig = liger["rms"](n, eps=1e-6).to(dev, dtype)
+            elif liger and lig_key == "ln":  # Liger has no fused add + LayerNorm: its LayerNorm after the add
+                norm = liger["ln"](n, eps=1e-6).to(dev, dtype)
 
                 def lig(a, b, norm=norm):
                     s = a + b
@@ -224,7 +239,7 @@ def main() -> int:
                      None, copy_gbps, lig, comp)
             done()
     # ---- embedding at the decoder's shapes (4 x 2048 ids, 32000 x 2048)
-    for b, s, v, d, dtype in [(4, 2048, 32000, 2048, torch.bfloat16)]:
+    for b, s, v, d, dtype in [(4, 2048, 32000, 2048, torch.bfloat16)] if not small else [(2, 5, 100, 24, torch.float32)]:
         ref, new = models("indexing/embedding", "embedding", [v, d], dtype)
         ref._bench_init = [v, d]
         ids = torch.randint(0, v, (b, s), device=dev)
