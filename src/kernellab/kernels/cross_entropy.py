@@ -12,7 +12,8 @@ Budget per call, ``M`` rows (tokens or pixels) of ``V`` classes:
             (M·4 bytes, and M·elem for ``reduction="none"``); about 4·M·V FLOPs (one exp per logit).
             Few rows of a huge vocabulary split each row over several programs; a second small kernel
             combines their (max, sum) pairs. A mean or sum is taken by one more program over the M
-            per-row losses (deterministic, no atomics).
+            per-row losses (deterministic, no atomics); a problem whose rows fit one program is done
+            in a single launch.
   backward: reads the logits once and writes dlogits once (2·M·V·elem), one exp per logit; the
             gradient of a mean is scaled by 1 / (targets not ignored), counted in the forward.
 """
@@ -95,13 +96,14 @@ class CrossEntropyTemplate(Template):
         options = loss_options(out)
         if options is None:
             return None
+        flat = flattens_rows(out.args[0]) is not None  # rows over the last dimension, not classes in dim 1
         logits, targets = _operand(out.args[0]), _operand(out.args[1])
         if logits.op != "input" or targets.op != "input":
             return None
         if task.backward and (task.grad_inputs and logits.name not in task.grad_inputs or
                               targets.name in task.grad_inputs):
             return None
-        spec = {**options, "logits": logits.name, "targets": targets.name, "backward": task.backward,
+        spec = {**options, "logits": logits.name, "targets": targets.name, "backward": task.backward, "flat": flat,
                 "upcast": float32_upcast_calls(model.source, "cross_entropy")}
         return Match(self, task, model, spec,
                      summary=f"cross-entropy ({options['reduction']}) with an online logsumexp, "
@@ -126,7 +128,10 @@ def forward_body(spec: dict) -> str:
     options = f"{spec['reduction']!r}, {_scalar(spec['ignore_index'], 'int')}, {_scalar(spec['smoothing'], 'float')}"
     dtype = "torch.promote_types({x}.dtype, torch.float32)" if spec["upcast"] else "{x}.dtype"
     dtype = dtype.format(x=spec["logits"])
-    call = f"{spec['logits']}, {spec['targets']}, {options}, {dtype}"
+    x, t = spec["logits"], spec["targets"]
+    if spec.get("flat"):
+        x, t = f"{x}.reshape(-1, {x}.shape[-1])", f"{t}.reshape(-1)"
+    call = f"{x}, {t}, {options}, {dtype}"
     if spec["backward"]:
         return f"return _CrossEntropy.apply({call})"
     return f"return _ce_forward({call})[0]"
@@ -139,9 +144,10 @@ def _scalar(value, kind: str) -> str:
 # The kernels are plain text with constexpr switches, so the linear + cross-entropy template reuses them.
 CE_KERNELS = '''
 @triton.jit
-def _ce_stats_kernel(x_ptr, t_ptr, part_ptr, lse_ptr, loss_ptr, n_rows, n_cols, inner, seg_len, n_splits,
-                     ignore_index, smoothing, BLOCK_R: tl.constexpr, BLOCK_C: tl.constexpr, STRIDED: tl.constexpr,
-                     SMOOTH: tl.constexpr, FINISH: tl.constexpr):
+def _ce_stats_kernel(x_ptr, t_ptr, part_ptr, lse_ptr, loss_ptr, out_ptr, count_ptr, n_rows, n_cols, inner, seg_len,
+                     n_splits, ignore_index, smoothing, BLOCK_R: tl.constexpr, BLOCK_C: tl.constexpr,
+                     STRIDED: tl.constexpr, SMOOTH: tl.constexpr, FINISH: tl.constexpr, REDUCE: tl.constexpr,
+                     MEAN: tl.constexpr):
     # BLOCK_R rows x one segment of columns, read once: running max m and sum s of exp(z - m) per row,
     # the target's logit (one gathered load) and, with label smoothing, the sum of the logits
     rows = tl.program_id(0) * BLOCK_R + tl.arange(0, BLOCK_R)
@@ -183,6 +189,13 @@ def _ce_stats_kernel(x_ptr, t_ptr, part_ptr, lse_ptr, loss_ptr, n_rows, n_cols, 
             loss = (1.0 - smoothing) * loss + smoothing * (lse - zsum / n_cols)
         tl.store(lse_ptr + rows, lse, mask=rmask)
         tl.store(loss_ptr + rows, tl.where(valid, loss, 0.0).to(loss_ptr.dtype.element_ty), mask=rmask)
+        if REDUCE:  # the only program (a small problem): the sum or mean too, in this one launch
+            total = tl.sum(tl.where(valid, loss, 0.0), axis=0)
+            count = tl.sum(tl.where(valid, 1.0, 0.0), axis=0)
+            tl.store(count_ptr, count)
+            if MEAN:
+                total = total / count
+            tl.store(out_ptr, total.to(out_ptr.dtype.element_ty))
     else:
         part = part_ptr + (rows * n_splits + split) * 4
         tl.store(part, m, mask=rmask)
@@ -292,6 +305,8 @@ def _ce_forward(logits, targets, reduction, ignore_index, smoothing, out_dtype):
     count = torch.empty((), dtype=torch.float32, device=x.device)
     rows_dtype = out_dtype if reduction == "none" else torch.float32
     rows_loss = torch.empty(n_rows, dtype=rows_dtype, device=x.device)
+    loss = rows_loss.view(targets.shape) if reduction == "none" else torch.empty((), dtype=out_dtype, device=x.device)
+    one_launch = False
     if n_rows and n_cols:
         block_c = min(CHUNK, triton.next_power_of_2(n_cols))
         block_r = max(1, min(TILE // block_c, triton.next_power_of_2(n_rows)))
@@ -304,20 +319,18 @@ def _ce_forward(logits, targets, reduction, ignore_index, smoothing, out_dtype):
         splits = triton.cdiv(n_cols, seg_len)
         part = torch.empty((n_rows, splits, 4) if splits > 1 else (1,), dtype=torch.float32, device=x.device)
         smooth = smoothing != 0.0
-        _ce_stats_kernel[(programs, splits)](x, t, part, lse, rows_loss, n_rows, n_cols, inner, seg_len, splits,
-                                             ignore_index, smoothing, BLOCK_R=block_r, BLOCK_C=block_c,
+        one_launch = reduction != "none" and programs == 1 and splits == 1
+        _ce_stats_kernel[(programs, splits)](x, t, part, lse, rows_loss, loss, count, n_rows, n_cols, inner, seg_len,
+                                             splits, ignore_index, smoothing, BLOCK_R=block_r, BLOCK_C=block_c,
                                              STRIDED=inner != 1, SMOOTH=smooth, FINISH=splits == 1,
-                                             num_warps=warps)
+                                             REDUCE=one_launch, MEAN=reduction == "mean", num_warps=warps)
         if splits > 1:
             block_s = max(2, triton.next_power_of_2(splits))
             block_rc = max(1, min(1024 // block_s, triton.next_power_of_2(n_rows)))
             _ce_combine_kernel[(triton.cdiv(n_rows, block_rc),)](t, part, lse, rows_loss, n_rows, n_cols, splits,
                                                                  ignore_index, smoothing, BLOCK_R=block_rc,
                                                                  BLOCK_S=block_s, SMOOTH=smooth, num_warps=4)
-    if reduction == "none":
-        loss = rows_loss.view(targets.shape)
-    else:
-        loss = torch.empty((), dtype=out_dtype, device=x.device)
+    if reduction != "none" and not one_launch:
         block = min(4096, max(16, triton.next_power_of_2(n_rows)))
         _ce_reduce_kernel[(1,)](rows_loss, t, loss, count, n_rows, ignore_index, MEAN=reduction == "mean",
                                 BLOCK=block, num_warps=max(1, min(16, block // 256)))
