@@ -15,6 +15,12 @@ from kernellab.tasks.load import load_task
 
 # Parameters that send the templates down their split-row and multi-chunk paths on the small configs.
 SPLIT = [
+    ("normalization/layernorm", "norm", {"MAX_SINGLE": 32, "CHUNK": 16, "MIN_SEGMENT": 16, "TARGET_PROGRAMS": 64}),
+    ("normalization/rmsnorm", "norm", {"MAX_SINGLE": 32, "CHUNK": 16, "MIN_SEGMENT": 32, "TARGET_PROGRAMS": 64}),
+    ("normalization/add_layernorm", "norm", {"MAX_SINGLE": 32, "CHUNK": 16, "MIN_SEGMENT": 16,
+                                             "TARGET_PROGRAMS": 64}),
+    ("normalization/add_rmsnorm_hf", "norm", {"MAX_SINGLE": 32, "CHUNK": 16, "MIN_SEGMENT": 16,
+                                              "TARGET_PROGRAMS": 64}),
     ("normalization/add_layernorm", "norm", {"MAX_SINGLE": 32, "CHUNK": 32, "TILE": 64, "BLOCK_N": 32,
                                              "ROW_GROUPS": 3}),
     ("normalization/add_rmsnorm", "norm", {"MAX_SINGLE": 32, "CHUNK": 32, "TILE": 64, "BLOCK_N": 32}),

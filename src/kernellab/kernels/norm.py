@@ -28,6 +28,10 @@ from kernellab.kernels.template import (
 )
 from kernellab.tasks.model import Task
 
+SPLIT_KNOBS = [
+    KnobSpec("MIN_SEGMENT", 16384, "4096..131072", "shortest row segment when few long rows are split"),
+    KnobSpec("TARGET_PROGRAMS", 512, "128..8192", "split long rows when fewer rows than this would run"),
+]
 BACKWARD_KNOBS = [
     KnobSpec("BLOCK_N", 1024, "128..8192", "columns per program of the backward's dx pass"),
     KnobSpec("ROW_GROUPS", 256, "16..1024", "row groups of the backward's dx pass (fp32 partials of dweight)"),
@@ -161,14 +165,14 @@ class NormTemplate(Template):
                              f"{'forward + backward' if task.backward else 'forward'}")
 
     def knobs(self, match: Match) -> list[KnobSpec]:
-        return SINGLE_KNOBS + LOOP_KNOBS + (BACKWARD_KNOBS if match.spec["backward"] else [])
+        return SINGLE_KNOBS + LOOP_KNOBS + SPLIT_KNOBS + (BACKWARD_KNOBS if match.spec["backward"] else [])
 
     def presets(self, match: Match) -> list[dict[str, int]]:
         return [{"ELEMS_PER_WARP": 256}, {"ELEMS_PER_WARP": 1024, "TILE": 8192}]
 
     def render(self, match: Match, params: dict[str, int]) -> str:
         r = _Render(match.spec)
-        kernels = r.tile_forward() + r.loop_forward()
+        kernels = r.tile_forward() + r.loop_forward() + r.split_forward()
         host = ROWS_HOST + TILE_HOST + r.forward_host()
         if r.backward:
             kernels += r.row_sums() + r.dx_kernel() + (COLUMN_SUM if r.w or r.b else "")
@@ -288,6 +292,73 @@ def _loop_forward_kernel(x_ptr, {self.rs()}w_ptr, b_ptr, y_ptr, mean_ptr, rstd_p
         tl.store(y_ptr + base + cols, y.to(y_ptr.dtype.element_ty), mask=mask)
 '''
 
+    def split_forward(self) -> str:
+        """Few rows longer than MAX_SINGLE: each row split over programs. Pass 1 writes per-segment sums
+        (of x², or of d = x - the row's first element and d² for LayerNorm); pass 2 combines the row's
+        segments and writes y over its segment. Two reads of x in all, every SM busy."""
+        first = self.load_x("        ", "base + cols", "mask")
+        load = self.load_x("        ", "base + cols", "mask", first=False)
+        pivot = "tl.load(x_ptr + base).to(tl.float32)"
+        if self.r:
+            pivot = f"({pivot} + tl.load(r_ptr + base).to(tl.float32)).to(s_ptr.dtype.element_ty).to(tl.float32)"
+        if not self.layer:
+            pivot = "0.0"
+        loop = '''    for c0 in range(start, end, BLOCK_C):
+        cols = c0 + tl.arange(0, BLOCK_C)
+        mask = cols < end
+'''
+        if self.layer:
+            sums = f'''{loop}{first}        d = tl.where(mask, x - pivot, 0.0)
+        acc1 += d
+        acc2 += d * d
+'''
+            stats = '''    mean_d = tl.sum(p1, axis=0) / n_cols
+    var = tl.maximum(tl.sum(p2, axis=0) / n_cols - mean_d * mean_d, 0.0)
+    rstd = 1.0 / tl.sqrt(var + eps)
+    if split == 0:
+        tl.store(mean_ptr + row, pivot + mean_d)
+'''
+        else:
+            sums = f'''{loop}{first}        acc2 += x * x
+'''
+            stats = '''    mean_d = 0.0
+    rstd = 1.0 / tl.sqrt(tl.sum(p2, axis=0) / n_cols + eps)
+'''
+        return f'''
+@triton.jit
+def _split_stats_kernel(x_ptr, {self.rs()}part_ptr, n_cols, seg_len, n_splits, BLOCK_C: tl.constexpr):
+    # pass 1 over one segment of one row: its partial sums
+    row = tl.program_id(0)
+    split = tl.program_id(1)
+    base = tl.cast(row, tl.int64) * n_cols
+    start = split * seg_len
+    end = tl.minimum(start + seg_len, n_cols)
+    pivot = {pivot}
+    acc1 = tl.zeros([BLOCK_C], dtype=tl.float32)
+    acc2 = tl.zeros([BLOCK_C], dtype=tl.float32)
+{sums}    tl.store(part_ptr + (row * n_splits + split) * 2, tl.sum(acc1, axis=0))
+    tl.store(part_ptr + (row * n_splits + split) * 2 + 1, tl.sum(acc2, axis=0))
+
+
+@triton.jit
+def _split_write_kernel(x_ptr, {self.rs()}w_ptr, b_ptr, y_ptr, mean_ptr, rstd_ptr, part_ptr, n_cols, seg_len,
+                        n_splits, eps, BLOCK_C: tl.constexpr, BLOCK_S: tl.constexpr):
+    # pass 2: the row's statistics from every segment's sums, then y over this segment
+    row = tl.program_id(0)
+    split = tl.program_id(1)
+    base = tl.cast(row, tl.int64) * n_cols
+    idx = tl.arange(0, BLOCK_S)
+    p1 = tl.load(part_ptr + (row * n_splits + idx) * 2, mask=idx < n_splits, other=0.0)
+    p2 = tl.load(part_ptr + (row * n_splits + idx) * 2 + 1, mask=idx < n_splits, other=0.0)
+    pivot = {pivot}
+{stats}    if split == 0:
+        tl.store(rstd_ptr + row, rstd)
+    start = split * seg_len
+    end = tl.minimum(start + seg_len, n_cols)
+{loop}{load}{self.weight("        ", "cols", "mask")}        y = {self.affine("(x - pivot - mean_d) * rstd", "w", "b")}
+        tl.store(y_ptr + base + cols, y.to(y_ptr.dtype.element_ty), mask=mask)
+'''
+
     def forward_host(self) -> str:
         w = self.w and "weight" or "x2"
         b = self.b and "bias" or "x2"
@@ -312,9 +383,20 @@ def _loop_forward_kernel(x_ptr, {self.rs()}w_ptr, b_ptr, y_ptr, mean_ptr, rstd_p
         if triton.next_power_of_2(n_cols) <= MAX_SINGLE:
             block_r, block_c, warps = _tile(n_rows, n_cols)
             _tile_forward_kernel[(triton.cdiv(n_rows, block_r),)]({xs}, {w}, {b}, y, mean, rstd, n_rows, n_cols, eps, BLOCK_R=block_r, BLOCK_C=block_c, num_warps=warps)
-        else:
+        elif n_rows >= TARGET_PROGRAMS or n_cols <= MIN_SEGMENT:
             _loop_forward_kernel[(n_rows,)]({xs}, {w}, {b}, y, mean, rstd, n_cols, eps,
                                             BLOCK_C=min(CHUNK, triton.next_power_of_2(n_cols)), num_warps=LOOP_WARPS)
+        else:  # few long rows: split each over programs
+            block_c = min(CHUNK, triton.next_power_of_2(n_cols))
+            splits = max(1, min(triton.cdiv(n_cols, MIN_SEGMENT), triton.cdiv(TARGET_PROGRAMS, n_rows)))
+            seg_len = triton.cdiv(triton.cdiv(n_cols, splits), block_c) * block_c
+            splits = triton.cdiv(n_cols, seg_len)
+            part = torch.empty((n_rows, splits, 2), dtype=torch.float32, device=x.device)
+            _split_stats_kernel[(n_rows, splits)]({xs}, part, n_cols, seg_len, splits, BLOCK_C=block_c,
+                                                  num_warps=LOOP_WARPS)
+            _split_write_kernel[(n_rows, splits)]({xs}, {w}, {b}, y, mean, rstd, part, n_cols, seg_len, splits, eps,
+                                                  BLOCK_C=block_c, BLOCK_S=max(2, triton.next_power_of_2(splits)),
+                                                  num_warps=LOOP_WARPS)
     return {ret}
 '''
 
