@@ -9,6 +9,8 @@ from __future__ import annotations
 import pytest
 from test_kernel_templates import passes, render
 
+from kernellab.agents.base import ProposalRequest, create_agent
+from kernellab.agents.workspace import build_workspace
 from kernellab.kernels import match_templates
 from kernellab.kernels.reference_model import float32_upcast_calls, read_model
 from kernellab.tasks.load import load_task
@@ -98,3 +100,21 @@ class Model(nn.Module):
     assert out.op == "embedding" and out.args[1].name == "tok.weight" and out.const("padding_idx") == 0
     (match,) = match_templates(load_task("indexing/embedding"), source)
     assert match.spec["padding_idx"] == 0 and "_Embedding.apply(ids, self.tok.weight, 0)" in match.render()
+
+
+@pytest.mark.parametrize(("task_id", "template"), [("losses/cross_entropy_ignore_index", "cross_entropy"),
+                                                   ("normalization/add_layernorm", "norm"),
+                                                   ("fusion/linear_cross_entropy", "linear_cross_entropy")])
+def test_the_search_agent_proposes_the_template_screened_correct(task_id, template, tmp_path):
+    # the real agent: its pool matches the template, its own EvalSession screens it (backward included)
+    task = load_task(task_id)
+    workspace = build_workspace(task, tmp_path / "ws").path
+    agent = create_agent("search", max_screen=1)
+    parent = (workspace / "kernel.py").read_text()
+    try:
+        proposal = agent.propose(ProposalRequest(workspace=workspace, task_id=task.id, iteration=0, parent=parent,
+                                                 deadline_s=400))
+    finally:
+        agent.close()
+    assert proposal.source and proposal.note.startswith(f"template {template}"), proposal.note
+    assert "1 screened, 0 incorrect" in proposal.note
