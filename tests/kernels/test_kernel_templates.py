@@ -40,7 +40,7 @@ EXPECTED = {
              "normalization/add_rmsnorm_hf"},
     "cross_entropy": {"losses/cross_entropy", "losses/cross_entropy_2d", "losses/cross_entropy_ignore_index",
                       "losses/cross_entropy_label_smoothing", "losses/cross_entropy_none",
-                      "losses/cross_entropy_causal_lm"},
+                      "losses/cross_entropy_causal_lm", "losses/nll_loss"},
     "linear_cross_entropy": {"fusion/linear_cross_entropy", "losses/fused_linear_cross_entropy"},
     "embedding": {"indexing/embedding"},
     "matmul": {

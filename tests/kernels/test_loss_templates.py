@@ -118,3 +118,22 @@ def test_the_search_agent_proposes_the_template_screened_correct(task_id, templa
         agent.close()
     assert proposal.source and proposal.note.startswith(f"template {template}"), proposal.note
     assert "1 screened, 0 incorrect" in proposal.note
+
+
+def test_nll_loss_of_log_softmax_is_served_as_cross_entropy(tmp_path):
+    # the decomposition a graph gives (log_softmax, then nll_loss), checked against F.cross_entropy
+    task = load_task("losses/cross_entropy_ignore_index")
+    source = task.source.replace("F.cross_entropy(logits, targets, ignore_index=-100)",
+                                 "F.nll_loss(F.log_softmax(logits.float(), dim=-1), targets, ignore_index=-100)")
+    assert source != task.source
+    (match,) = match_templates(task, source)
+    assert match.spec["nll"] is False and match.spec["upcast"] is True
+    plain = match_templates(task, source.replace("logits.float()", "logits"))[0]
+    assert plain.spec["upcast"] is False
+    passes(task.id, plain.render(), tmp_path)
+
+
+def test_nll_loss_of_log_probabilities_is_a_gather(tmp_path):
+    (match,) = match_templates(load_task("losses/nll_loss"))
+    assert match.spec["nll"] is True and "negative log-likelihood" in match.summary
+    passes("losses/nll_loss", match.render(), tmp_path)

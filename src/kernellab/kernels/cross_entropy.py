@@ -61,6 +61,16 @@ def _value(node: Node | None, default, kind: type):
     return ...
 
 
+def _log_softmax_input(node: Node, model: ReferenceModel) -> Node | None:
+    """x of ``F.log_softmax(x, dim=-1)`` (rows over the last dimension): nll_loss of it is cross-entropy."""
+    if node.op != "log_softmax" or len(node.args) != 1:
+        return None
+    dim = node.const("dim", None)
+    x = node.args[0]
+    rank = model.input_ranks.get(x.name) if x.op == "input" else None
+    return x if dim == -1 or (rank is not None and dim == rank - 1) or (dim == 1 and flattens_rows(x)) else None
+
+
 def _operand(node: Node) -> Node:
     """``x.view(-1, x.size(-1))`` reads as ``x``: the kernel views its input as rows anyway."""
     inner = flattens_rows(node)
@@ -70,7 +80,7 @@ def _operand(node: Node) -> Node:
 def loss_options(out: Node) -> dict | None:
     """Reduction, ignore_index and label smoothing of a ``cross_entropy`` node, or ``None`` when it uses
     something the kernels do not implement (class weights, the deprecated ``size_average``/``reduce``)."""
-    if out.op != "cross_entropy" or len(out.args) != 2:
+    if out.op not in ("cross_entropy", "nll_loss") or len(out.args) != 2:
         return None
     for key in ("weight", "size_average", "reduce"):
         node = out.kwarg(key)
@@ -96,17 +106,24 @@ class CrossEntropyTemplate(Template):
         options = loss_options(out)
         if options is None:
             return None
-        flat = flattens_rows(out.args[0]) is not None  # rows over the last dimension, not classes in dim 1
-        logits, targets = _operand(out.args[0]), _operand(out.args[1])
+        first, nll = out.args[0], False
+        if out.op == "nll_loss":  # of log_softmax over the rows: cross-entropy; of given log-probabilities: a gather
+            inner = _log_softmax_input(first, model)
+            first, nll = (inner, False) if inner is not None else (first, True)
+        flat = flattens_rows(first) is not None  # rows over the last dimension, not classes in dim 1
+        logits, targets = _operand(first), _operand(out.args[1])
         if logits.op != "input" or targets.op != "input":
             return None
         if task.backward and (task.grad_inputs and logits.name not in task.grad_inputs or
                               targets.name in task.grad_inputs):
             return None
         spec = {**options, "logits": logits.name, "targets": targets.name, "backward": task.backward, "flat": flat,
-                "upcast": float32_upcast_calls(model.source, "cross_entropy")}
+                "nll": nll,
+                "upcast": float32_upcast_calls(model.source, out.op)}
+        what = "negative log-likelihood (a gather of the targets' log-probabilities)" if nll else \
+            "cross-entropy with an online logsumexp"
         return Match(self, task, model, spec,
-                     summary=f"cross-entropy ({options['reduction']}) with an online logsumexp, "
+                     summary=f"{what} ({options['reduction']}), "
                              f"{'forward + backward' if task.backward else 'forward'}")
 
     def knobs(self, match: Match) -> list[KnobSpec]:
@@ -126,6 +143,7 @@ class CrossEntropyTemplate(Template):
 
 def forward_body(spec: dict) -> str:
     options = f"{spec['reduction']!r}, {_scalar(spec['ignore_index'], 'int')}, {_scalar(spec['smoothing'], 'float')}"
+    options += f", {bool(spec.get('nll'))}"
     dtype = "torch.promote_types({x}.dtype, torch.float32)" if spec["upcast"] else "{x}.dtype"
     dtype = dtype.format(x=spec["logits"])
     x, t = spec["logits"], spec["targets"]
@@ -147,7 +165,7 @@ CE_KERNELS = '''
 def _ce_stats_kernel(x_ptr, t_ptr, part_ptr, lse_ptr, loss_ptr, out_ptr, count_ptr, n_rows, n_cols, inner, seg_len,
                      n_splits, ignore_index, smoothing, BLOCK_R: tl.constexpr, BLOCK_C: tl.constexpr,
                      STRIDED: tl.constexpr, SMOOTH: tl.constexpr, FINISH: tl.constexpr, REDUCE: tl.constexpr,
-                     MEAN: tl.constexpr):
+                     MEAN: tl.constexpr, NLL: tl.constexpr):
     # BLOCK_R rows x one segment of columns, read once: running max m and sum s of exp(z - m) per row,
     # the target's logit (one gathered load) and, with label smoothing, the sum of the logits
     rows = tl.program_id(0) * BLOCK_R + tl.arange(0, BLOCK_R)
@@ -168,20 +186,24 @@ def _ce_stats_kernel(x_ptr, t_ptr, part_ptr, lse_ptr, loss_ptr, out_ptr, count_p
     m = tl.full([BLOCK_R], float("-inf"), tl.float32)
     s = tl.zeros([BLOCK_R], dtype=tl.float32)
     zsum = tl.zeros([BLOCK_R], dtype=tl.float32)
-    for c0 in range(start, end, BLOCK_C):
-        cols = c0 + tl.arange(0, BLOCK_C)
-        mask = rmask[:, None] & (cols < end)[None, :]
-        if STRIDED:
-            offs = base[:, None] + cols.to(tl.int64)[None, :] * inner
-        else:
-            offs = base[:, None] + cols[None, :]
-        z = tl.load(x_ptr + offs, mask=mask, other=float("-inf")).to(tl.float32)
-        m_new = tl.maximum(m, tl.max(z, axis=1))
-        m_safe = tl.where(m_new == float("-inf"), 0.0, m_new)
-        s = s * tl.exp(m - m_safe) + tl.sum(tl.exp(z - m_safe[:, None]), axis=1)
-        m = m_new
-        if SMOOTH:
-            zsum += tl.sum(tl.where(mask, z, 0.0), axis=1)
+    if NLL:  # the inputs are log-probabilities: the loss is the target's, nothing else is read
+        m = tl.zeros([BLOCK_R], dtype=tl.float32)
+        s = tl.zeros([BLOCK_R], dtype=tl.float32) + 1.0
+    else:
+        for c0 in range(start, end, BLOCK_C):
+            cols = c0 + tl.arange(0, BLOCK_C)
+            mask = rmask[:, None] & (cols < end)[None, :]
+            if STRIDED:
+                offs = base[:, None] + cols.to(tl.int64)[None, :] * inner
+            else:
+                offs = base[:, None] + cols[None, :]
+            z = tl.load(x_ptr + offs, mask=mask, other=float("-inf")).to(tl.float32)
+            m_new = tl.maximum(m, tl.max(z, axis=1))
+            m_safe = tl.where(m_new == float("-inf"), 0.0, m_new)
+            s = s * tl.exp(m - m_safe) + tl.sum(tl.exp(z - m_safe[:, None]), axis=1)
+            m = m_new
+            if SMOOTH:
+                zsum += tl.sum(tl.where(mask, z, 0.0), axis=1)
     if FINISH:  # the whole row was this program's: its loss now
         lse = m + tl.log(s)
         loss = (m - zt) + tl.log(s)  # not lse - zt: that loses the digits of a small loss to m's rounding
@@ -253,7 +275,7 @@ CE_GRAD_KERNEL = '''
 @triton.jit
 def _ce_grad_kernel(x_ptr, t_ptr, lse_ptr, g_ptr, count_ptr, dx_ptr, n_rows, n_cols, inner, ignore_index, smoothing,
                     BLOCK_R: tl.constexpr, BLOCK_C: tl.constexpr, STRIDED: tl.constexpr, SMOOTH: tl.constexpr,
-                    REDUCTION: tl.constexpr):
+                    REDUCTION: tl.constexpr, NLL: tl.constexpr):
     # dlogits = g * (softmax(z) - (1 - smoothing) * onehot(t) - smoothing / V), zero on ignored rows:
     # reads the logits once, writes dlogits once (REDUCTION: 0 none, 1 sum, 2 mean)
     rows = tl.program_id(0) * BLOCK_R + tl.arange(0, BLOCK_R)
@@ -275,13 +297,16 @@ def _ce_grad_kernel(x_ptr, t_ptr, lse_ptr, g_ptr, count_ptr, dx_ptr, n_rows, n_c
         if REDUCTION == 2:
             g = g / tl.load(count_ptr)
     g = tl.where(t != ignore_index, g, 0.0)
-    z = tl.load(x_ptr + offs, mask=mask, other=0.0).to(tl.float32)
-    p = tl.exp(z - lse[:, None])
     hit = tl.where(cols[None, :] == t[:, None], 1.0, 0.0)
-    if SMOOTH:
+    if NLL:  # d(-x[t]) / dx: the logits are not read
+        dz = -hit
+    elif SMOOTH:
+        z = tl.load(x_ptr + offs, mask=mask, other=0.0).to(tl.float32)
+        p = tl.exp(z - lse[:, None])
         dz = p - (1.0 - smoothing) * hit - smoothing / n_cols
     else:
-        dz = p - hit
+        z = tl.load(x_ptr + offs, mask=mask, other=0.0).to(tl.float32)
+        dz = tl.exp(z - lse[:, None]) - hit
     tl.store(dx_ptr + offs, (g[:, None] * dz).to(dx_ptr.dtype.element_ty), mask=mask)
 '''
 
@@ -297,7 +322,7 @@ def _ce_geometry(logits):
     return x, x.shape[0] * inner, x.shape[1], inner
 
 
-def _ce_forward(logits, targets, reduction, ignore_index, smoothing, out_dtype):
+def _ce_forward(logits, targets, reduction, ignore_index, smoothing, nll, out_dtype):
     """(loss, logsumexp per row, count of targets not ignored) of the logits' rows."""
     x, n_rows, n_cols, inner = _ce_geometry(logits)
     t = targets.contiguous().view(-1)
@@ -308,12 +333,12 @@ def _ce_forward(logits, targets, reduction, ignore_index, smoothing, out_dtype):
     loss = rows_loss.view(targets.shape) if reduction == "none" else torch.empty((), dtype=out_dtype, device=x.device)
     one_launch = False
     if n_rows and n_cols:
-        block_c = min(CHUNK, triton.next_power_of_2(n_cols))
+        block_c = 16 if nll else min(CHUNK, triton.next_power_of_2(n_cols))  # a gather: rows are what count
         block_r = max(1, min(TILE // block_c, triton.next_power_of_2(n_rows)))
         warps = max(1, min(16, block_r * block_c // ELEMS_PER_WARP))
         programs = triton.cdiv(n_rows, block_r)
         splits = 1
-        if programs < TARGET_PROGRAMS and n_cols > MIN_SEGMENT:
+        if programs < TARGET_PROGRAMS and n_cols > MIN_SEGMENT and not nll:
             splits = min(triton.cdiv(n_cols, MIN_SEGMENT), triton.cdiv(TARGET_PROGRAMS, programs))
         seg_len = triton.cdiv(triton.cdiv(n_cols, splits), block_c) * block_c
         splits = triton.cdiv(n_cols, seg_len)
@@ -323,7 +348,8 @@ def _ce_forward(logits, targets, reduction, ignore_index, smoothing, out_dtype):
         _ce_stats_kernel[(programs, splits)](x, t, part, lse, rows_loss, loss, count, n_rows, n_cols, inner, seg_len,
                                              splits, ignore_index, smoothing, BLOCK_R=block_r, BLOCK_C=block_c,
                                              STRIDED=inner != 1, SMOOTH=smooth, FINISH=splits == 1,
-                                             REDUCE=one_launch, MEAN=reduction == "mean", num_warps=warps)
+                                             REDUCE=one_launch, MEAN=reduction == "mean", NLL=nll,
+                                             num_warps=warps)
         if splits > 1:
             block_s = max(2, triton.next_power_of_2(splits))
             block_rc = max(1, min(1024 // block_s, triton.next_power_of_2(n_rows)))
@@ -338,7 +364,7 @@ def _ce_forward(logits, targets, reduction, ignore_index, smoothing, out_dtype):
 '''
 
 CE_AUTOGRAD = '''
-def _ce_backward(grad, logits, targets, lse, count, reduction, ignore_index, smoothing):
+def _ce_backward(grad, logits, targets, lse, count, reduction, ignore_index, smoothing, nll):
     x, n_rows, n_cols, inner = _ce_geometry(logits)
     t = targets.contiguous().view(-1)
     g = grad.contiguous().view(-1) if reduction == "none" else grad.contiguous()
@@ -349,21 +375,21 @@ def _ce_backward(grad, logits, targets, lse, count, reduction, ignore_index, smo
         grid = (triton.cdiv(n_rows, block_r), triton.cdiv(n_cols, block_c))
         _ce_grad_kernel[grid](x, t, lse, g, count, dx, n_rows, n_cols, inner, ignore_index, smoothing,
                               BLOCK_R=block_r, BLOCK_C=block_c, STRIDED=inner != 1, SMOOTH=smoothing != 0.0,
-                              REDUCTION={"none": 0, "sum": 1, "mean": 2}[reduction], num_warps=GRAD_WARPS)
+                              REDUCTION={"none": 0, "sum": 1, "mean": 2}[reduction], NLL=nll, num_warps=GRAD_WARPS)
     return dx.view(logits.shape)
 
 
 class _CrossEntropy(torch.autograd.Function):
     @staticmethod
-    def forward(ctx, logits, targets, reduction, ignore_index, smoothing, out_dtype):
-        loss, lse, count = _ce_forward(logits, targets, reduction, ignore_index, smoothing, out_dtype)
+    def forward(ctx, logits, targets, reduction, ignore_index, smoothing, nll, out_dtype):
+        loss, lse, count = _ce_forward(logits, targets, reduction, ignore_index, smoothing, nll, out_dtype)
         ctx.save_for_backward(logits, targets, lse, count)
-        ctx.options = (reduction, ignore_index, smoothing)
+        ctx.options = (reduction, ignore_index, smoothing, nll)
         return loss
 
     @staticmethod
     def backward(ctx, grad):
         logits, targets, lse, count = ctx.saved_tensors
         dx = _ce_backward(grad, logits, targets, lse, count, *ctx.options)
-        return dx, None, None, None, None, None
+        return dx, None, None, None, None, None, None
 '''

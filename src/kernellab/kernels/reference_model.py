@@ -125,6 +125,7 @@ _OPS.update({  # losses and lookups (cross-entropy, embedding, RMSNorm as one ca
                                            "label_smoothing")),
     "embedding": ("embedding", 2, ("padding_idx", "max_norm", "norm_type", "scale_grad_by_freq", "sparse")),
     "rms_norm": ("rms_norm", 1, ("normalized_shape", "weight", "eps")),
+    "nll_loss": ("nll_loss", 2, ("weight", "size_average", "ignore_index", "reduce", "reduction")),
 })
 _BINOPS = {ast.Add: "add", ast.Sub: "sub", ast.Mult: "mul", ast.Div: "div", ast.Pow: "pow", ast.MatMult: "matmul"}
 
@@ -466,6 +467,9 @@ def _upcast(node: ast.AST, env: dict[str, ast.AST], depth: int = 0) -> bool:
     name = node.func.attr
     if name == "float":
         return True
+    if name == "log_softmax":  # nll_loss(log_softmax(x.float())): the cast is inside
+        inner = node.func.value if not node.args or _dotted(node.func.value) not in _NAMESPACES else node.args[0]
+        return _upcast(inner, env, depth + 1)
     if name == "to":
         targets = list(node.args) + [k.value for k in node.keywords if k.arg == "dtype"]
         for t in targets:
