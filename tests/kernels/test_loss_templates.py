@@ -17,6 +17,9 @@ from kernellab.tasks.load import load_task
 
 # Parameters that send the templates down their split-row and multi-chunk paths on the small configs.
 SPLIT = [
+    ("reductions/sum_rows", "row_reduction", {"CHUNK": 16, "MIN_SEGMENT": 16, "TARGET_PROGRAMS": 64}),
+    ("reductions/absmax_rows", "row_reduction", {"CHUNK": 16, "TILE": 16, "MIN_SEGMENT": 32, "TARGET_PROGRAMS": 64}),
+    ("reductions/mean_rows", "row_reduction", {"CHUNK": 32, "MIN_SEGMENT": 16, "TARGET_PROGRAMS": 64}),
     ("normalization/layernorm", "norm", {"MAX_SINGLE": 32, "CHUNK": 16, "MIN_SEGMENT": 16, "TARGET_PROGRAMS": 64}),
     ("normalization/rmsnorm", "norm", {"MAX_SINGLE": 32, "CHUNK": 16, "MIN_SEGMENT": 32, "TARGET_PROGRAMS": 64}),
     ("normalization/add_layernorm", "norm", {"MAX_SINGLE": 32, "CHUNK": 16, "MIN_SEGMENT": 16,
