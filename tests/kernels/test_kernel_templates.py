@@ -37,7 +37,7 @@ EXPECTED = {
     "row_reduction": {"reductions/absmax_rows", "reductions/max_rows", "reductions/mean_rows", "reductions/sum_rows"},
     "norm": {"normalization/layernorm", "normalization/layernorm_no_bias", "normalization/rmsnorm",
              "normalization/rmsnorm_gemma", "normalization/add_rmsnorm", "normalization/add_layernorm",
-             "normalization/add_rmsnorm_hf"},
+             "normalization/add_rmsnorm_hf", "normalization/qk_norm"},
     "cross_entropy": {"losses/cross_entropy", "losses/cross_entropy_2d", "losses/cross_entropy_ignore_index",
                       "losses/cross_entropy_label_smoothing", "losses/cross_entropy_none",
                       "losses/cross_entropy_causal_lm", "losses/nll_loss"},

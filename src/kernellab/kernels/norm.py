@@ -147,19 +147,30 @@ class NormTemplate(Template):
             return None
         normed = parts["x"]
         parts["x"], parts["residual"] = _residual(normed)
-        # a second output is the residual stream itself: (norm(x + r), x + r) or (x + r, norm(x + r))
-        parts["sum_at"] = None
+        # a second output is the residual stream itself: (norm(x + r), x + r) or (x + r, norm(x + r)),
+        # or a second norm of the same form of another input (q and k of QK-norm)
+        parts["sum_at"] = parts["also"] = None
         if len(model.outputs) == 2:
-            if parts["residual"] is None or model.outputs[1 - position] != normed:
-                return None
-            parts["sum_at"] = 1 - position
+            other = model.outputs[1 - position]
+            if parts["residual"] is not None and other == normed:
+                parts["sum_at"] = 1 - position
+            else:
+                also = _layer_parts(other, model) if other.op == "layer_norm" else _rms_parts(other, model)
+                same = ("kind", "plus_one")
+                if parts["residual"] is not None or also is None or any(also[k] != parts[k] for k in same) or \
+                        (also["weight"] is None) != (parts["weight"] is None) or \
+                        (also["bias"] is None) != (parts["bias"] is None) or _residual(also["x"]) is None or \
+                        _residual(also["x"])[1] is not None or position != 0:
+                    return None
+                parts["also"] = {"x": _residual(also["x"])[0], "weight": also["weight"], "bias": also["bias"],
+                                 "eps": also["eps"]}
         parts["backward"] = task.backward
-        inputs = {parts["x"], parts["residual"]} - {None}
+        inputs = {parts["x"], parts["residual"], (parts["also"] or {}).get("x")} - {None}
         if task.backward and not set(task.grad_inputs) <= inputs:
             return None
         name = "RMSNorm" if parts["kind"] == "rms" else "LayerNorm"
         added = "residual add + " if parts["residual"] else ""
-        both = " (both outputs)" if parts["sum_at"] is not None else ""
+        both = " (both outputs)" if parts["sum_at"] is not None else " of two inputs" if parts["also"] else ""
         return Match(self, task, model, parts,
                      summary=f"{added}{name} over the last dimension{both}, "
                              f"{'forward + backward' if task.backward else 'forward'}")
@@ -192,6 +203,7 @@ class _Render:
         self.backward: bool = spec["backward"]
         self.r: str | None = spec.get("residual")
         self.sum_at: int | None = spec.get("sum_at")
+        self.also: dict | None = spec.get("also")
 
     def load_x(self, indent: str, offs: str, mask: str, first: bool = True) -> str:
         """Statements giving fp32 ``x``, the normalised value: with a residual, x + r rounded to the
@@ -400,12 +412,20 @@ def _split_write_kernel(x_ptr, {self.rs()}w_ptr, b_ptr, y_ptr, mean_ptr, rstd_pt
     return {ret}
 '''
 
-    def eps_arg(self) -> str:
-        return f"float(self.{self.eps.name})" if self.eps.op == "scalar" else repr(float(self.eps.value))
+    def eps_arg(self, eps: Node | None = None) -> str:
+        eps = eps or self.eps
+        return f"float(self.{eps.name})" if eps.op == "scalar" else repr(float(eps.value))
 
     def forward_body(self) -> str:
         w = f"self.{self.w}" if self.w else "None"
         b = f"self.{self.b}" if self.b else "None"
+        if self.also:  # two inputs normalised alike, each with its own parameters: the same kernels twice
+            a = self.also
+            calls = []
+            for x, wn, bn, eps in ((self.x, self.w, self.b, self.eps), (a["x"], a["weight"], a["bias"], a["eps"])):
+                args = f"{x}, {f'self.{wn}' if wn else 'None'}, {f'self.{bn}' if bn else 'None'}, {self.eps_arg(eps)}"
+                calls.append(f"_Norm.apply({args})" if self.backward else f"_norm_forward({args})[0]")
+            return f"return {calls[0]}, {calls[1]}"
         if self.r:
             outputs = {None: "y", 0: "s, y", 1: "y, s"}[self.sum_at]
             if self.backward:
