@@ -219,8 +219,8 @@ def main() -> int:
     # ---- residual add + RMSNorm / LayerNorm at the decoder's shapes (8192 tokens x 2048) and the anchor
     for task_id, op, lig_key in [("normalization/add_rmsnorm", "add_rmsnorm", "rms"),
                                  ("normalization/add_layernorm", "add_layernorm", "ln")]:
-        shapes = [(8192, 2048, torch.bfloat16), (8192, 8192, torch.float16)]
-        for m, n, dtype in shapes[:1] if args.quick else [(4, 96, torch.float32)] if small else shapes:
+        shapes = [(8192, 2048, torch.bfloat16)]  # the decoder's residual stream (4 x 2048 tokens)
+        for m, n, dtype in [(4, 96, torch.float32)] if small else shapes:
             ref, new = models(task_id, "norm", [n, 1e-6], dtype)
             ref._bench_init = [n, 1e-6]
             x = torch.randn(m, n, device=dev, dtype=dtype)
