@@ -7,6 +7,7 @@ shapes of references a model-graph extractor writes."""
 from __future__ import annotations
 
 import pytest
+import torch
 from test_kernel_templates import passes, render
 
 from kernellab.agents.base import ProposalRequest, create_agent
@@ -140,3 +141,18 @@ def test_nll_loss_of_log_probabilities_is_a_gather(tmp_path):
     (match,) = match_templates(load_task("losses/nll_loss"))
     assert match.spec["nll"] is True and "negative log-likelihood" in match.summary
     passes("losses/nll_loss", match.render(), tmp_path)
+
+
+GPU_TASKS = [("losses/cross_entropy", "cross_entropy"), ("losses/cross_entropy_causal_lm", "cross_entropy"),
+             ("losses/cross_entropy_2d", "cross_entropy"), ("losses/nll_loss", "cross_entropy"),
+             ("fusion/linear_cross_entropy", "linear_cross_entropy"), ("normalization/add_rmsnorm_hf", "norm"),
+             ("normalization/add_layernorm", "norm"), ("normalization/qk_norm", "norm"),
+             ("indexing/embedding", "embedding")]
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+@pytest.mark.parametrize(("task_id", "template"), GPU_TASKS, ids=[t for t, _ in GPU_TASKS])
+def test_on_a_gpu_every_dtype_and_seen_config_passes(task_id, template, tmp_path):
+    # bfloat16 and the compiled kernels are checked only here: the interpreter does not emulate bfloat16
+    passes(task_id, render(task_id, template), tmp_path)
