@@ -34,6 +34,9 @@ SPLIT = [
     ("losses/cross_entropy_label_smoothing", "cross_entropy", {"CHUNK": 16, "TILE": 32, "MIN_SEGMENT": 16,
                                                                "TARGET_PROGRAMS": 64}),
     ("losses/cross_entropy_none", "cross_entropy", {"CHUNK": 32, "MIN_SEGMENT": 32, "GRAD_TILE": 16}),
+    ("losses/cross_entropy", "cross_entropy", {"TARGET_PROGRAMS": 1, "FUSED_CHUNK": 32}),  # the fused gradient
+    ("losses/cross_entropy_label_smoothing", "cross_entropy", {"TARGET_PROGRAMS": 1}),
+    ("losses/cross_entropy_ignore_index", "cross_entropy", {"TARGET_PROGRAMS": 1, "FUSED_CHUNK": 16}),
     ("losses/fused_linear_cross_entropy", "linear_cross_entropy", {"CHUNK_TOKENS": 3, "CE_CHUNK": 32, "BLOCK_M": 16,
                                                                    "BLOCK_N": 16, "BLOCK_K": 16, "BLOCK_M_F32": 16,
                                                                    "BLOCK_N_F32": 16, "BLOCK_K_F32": 16}),

@@ -16,6 +16,10 @@ Budget per call, ``M`` rows (tokens or pixels) of ``V`` classes:
             in a single launch.
   backward: reads the logits once and writes dlogits once (2·M·V·elem), one exp per logit; the
             gradient of a mean is scaled by 1 / (targets not ignored), counted in the forward.
+  training (FUSED_GRAD, many rows, mean or sum): the forward's pass over a row writes its dlogits
+            too (a second read of the row, from L2), so forward + backward moves 2·M·V·elem; the
+            backward reads the incoming gradient (4 bytes to the host) and returns dlogits as they
+            are when it is 1, else scales them (2·M·V·elem more).
 """
 
 from __future__ import annotations
@@ -43,6 +47,9 @@ FORWARD_KNOBS = [
     KnobSpec("MIN_SEGMENT", 8192, "1024..65536", "fewest columns per row segment of a split row"),
 ]
 BACKWARD_KNOBS = [
+    KnobSpec("FUSED_GRAD", 1, "0,1", "training: dlogits written by the forward's pass (1) or by the backward (0)"),
+    KnobSpec("FUSED_CHUNK", 4096, "512..16384", "columns per step of the fused loss + gradient kernel"),
+    KnobSpec("FUSED_WARPS", 16, "2,4,8,16", "warps of the fused loss + gradient kernel"),
     KnobSpec("GRAD_TILE", 4096, "512..16384", "elements per program of the backward"),
     KnobSpec("GRAD_WARPS", 8, "1,2,4,8,16", "warps of the backward"),
 ]
@@ -136,9 +143,9 @@ class CrossEntropyTemplate(Template):
         spec = match.spec
         doc = f"Template `cross_entropy` for {match.task.id}: {match.summary}.\n\n" + \
             (__doc__ or "").split("\n\n", 1)[1]
-        host = CE_HOST + (CE_AUTOGRAD if spec["backward"] else "")
-        return assemble(doc, match, params, CE_KERNELS + (CE_GRAD_KERNEL if spec["backward"] else ""), host,
-                        forward_body(spec))
+        host = CE_HOST + (CE_AUTOGRAD + CE_SCALED_HOST if spec["backward"] else "")
+        kernels = CE_KERNELS + (CE_GRAD_KERNEL + CE_FUSED_KERNELS if spec["backward"] else "")
+        return assemble(doc, match, params, kernels, host, forward_body(spec))
 
 
 def forward_body(spec: dict) -> str:
@@ -271,6 +278,81 @@ def _ce_reduce_kernel(loss_ptr, t_ptr, out_ptr, count_ptr, n_rows, ignore_index,
     tl.store(out_ptr, total.to(out_ptr.dtype.element_ty))
 '''
 
+CE_FUSED_KERNELS = '''
+@triton.jit
+def _ce_fused_kernel(z_ptr, t_ptr, loss_ptr, dz_ptr, count_ptr, n_cols, ignore_index, smoothing, GRAD: tl.constexpr,
+                     MEAN: tl.constexpr, SMOOTH: tl.constexpr, BLOCK_C: tl.constexpr):
+    # one row: its loss and, in the same launch, dlogits = softmax - onehot (scaled by 1/count for a
+    # mean); the second pass re-reads the row, from L2 while it is recent; one exp per logit per pass
+    row = tl.program_id(0)
+    base = tl.cast(row, tl.int64) * n_cols
+    t = tl.load(t_ptr + row)
+    valid = t != ignore_index
+    zt = tl.load(z_ptr + base + t, mask=valid, other=0.0).to(tl.float32)
+    m = float("-inf")
+    s = 0.0
+    zsum = tl.zeros([BLOCK_C], dtype=tl.float32)
+    for c0 in range(0, n_cols, BLOCK_C):
+        cols = c0 + tl.arange(0, BLOCK_C)
+        mask = cols < n_cols
+        z = tl.load(z_ptr + base + cols, mask=mask, other=float("-inf")).to(tl.float32)
+        m_new = tl.maximum(m, tl.max(z, axis=0))
+        s = s * tl.exp(m - m_new) + tl.sum(tl.exp(z - m_new), axis=0)
+        m = m_new
+        if SMOOTH:
+            zsum += tl.where(mask, z, 0.0)
+    log_s = tl.log(s)
+    lse = m + log_s
+    loss = (m - zt) + log_s
+    if SMOOTH:
+        loss = (1.0 - smoothing) * loss + smoothing * (lse - tl.sum(zsum, axis=0) / n_cols)
+    tl.store(loss_ptr + row, tl.where(valid, loss, 0.0))
+    if GRAD:
+        scale = tl.where(valid, 1.0, 0.0)
+        if MEAN:
+            scale = scale / tl.load(count_ptr)
+        for c0 in range(0, n_cols, BLOCK_C):
+            cols = c0 + tl.arange(0, BLOCK_C)
+            mask = cols < n_cols
+            z = tl.load(z_ptr + base + cols, mask=mask, other=0.0).to(tl.float32)
+            hit = tl.where(cols == t, 1.0, 0.0)
+            if SMOOTH:
+                dz = tl.exp(z - lse) - (1.0 - smoothing) * hit - smoothing / n_cols
+            else:
+                dz = tl.exp(z - lse) - hit
+            tl.store(dz_ptr + base + cols, (dz * scale).to(dz_ptr.dtype.element_ty), mask=mask)
+
+
+@triton.jit
+def _count_kernel(t_ptr, count_ptr, n_rows, ignore_index, BLOCK: tl.constexpr):
+    # targets not ignored, the mean's denominator
+    cnt = tl.zeros([BLOCK], dtype=tl.float32)
+    for r0 in range(0, n_rows, BLOCK):
+        rows = r0 + tl.arange(0, BLOCK)
+        t = tl.load(t_ptr + rows, mask=rows < n_rows, other=ignore_index)
+        cnt += tl.where(t != ignore_index, 1.0, 0.0)
+    tl.store(count_ptr, tl.sum(cnt, axis=0))
+
+
+@triton.jit
+def _scale_kernel(x_ptr, g_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    # out = x * g for the scalar incoming gradient g (read on the device: no host sync)
+    offs = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    g = tl.load(g_ptr).to(tl.float32)
+    x = tl.load(x_ptr + offs, mask=mask, other=0.0).to(tl.float32)
+    tl.store(out_ptr + offs, (x * g).to(out_ptr.dtype.element_ty), mask=mask)
+'''
+
+CE_SCALED_HOST = '''
+def _scaled(x, g, dtype):
+    out = torch.empty(x.shape, dtype=dtype, device=x.device)
+    n = x.numel()
+    if n:
+        _scale_kernel[(triton.cdiv(n, 4096),)](x, g, out, n, BLOCK=4096, num_warps=8)
+    return out
+'''
+
 CE_GRAD_KERNEL = '''
 @triton.jit
 def _ce_grad_kernel(x_ptr, t_ptr, lse_ptr, g_ptr, count_ptr, dx_ptr, n_rows, n_cols, inner, ignore_index, smoothing,
@@ -379,9 +461,38 @@ def _ce_backward(grad, logits, targets, lse, count, reduction, ignore_index, smo
     return dx.view(logits.shape)
 
 
+def _ce_fused(x, targets, reduction, ignore_index, smoothing, out_dtype):
+    """(loss, dlogits for an incoming gradient of 1) in one pass per row: rows of x, not split."""
+    n_rows, n_cols = x.shape
+    t = targets.contiguous().view(-1)
+    count = torch.empty((), dtype=torch.float32, device=x.device)
+    block = min(4096, max(16, triton.next_power_of_2(n_rows)))
+    _count_kernel[(1,)](t, count, n_rows, ignore_index, BLOCK=block, num_warps=4)
+    rows_loss = torch.empty(n_rows, dtype=torch.float32, device=x.device)
+    dz = torch.empty_like(x)
+    _ce_fused_kernel[(n_rows,)](x, t, rows_loss, dz, count, n_cols, ignore_index, smoothing, GRAD=True,
+                                MEAN=reduction == "mean", SMOOTH=smoothing != 0.0,
+                                BLOCK_C=min(FUSED_CHUNK, max(16, triton.next_power_of_2(n_cols))),
+                                num_warps=FUSED_WARPS)
+    loss = torch.empty((), dtype=out_dtype, device=x.device)
+    _ce_reduce_kernel[(1,)](rows_loss, t, loss, count, n_rows, ignore_index, MEAN=reduction == "mean",
+                            BLOCK=block, num_warps=max(1, min(16, block // 256)))
+    return loss, dz
+
+
 class _CrossEntropy(torch.autograd.Function):
     @staticmethod
     def forward(ctx, logits, targets, reduction, ignore_index, smoothing, nll, out_dtype):
+        x, n_rows, n_cols, inner = _ce_geometry(logits)
+        # Training, many rows: the forward's one pass over a row also writes its gradient (as Liger's
+        # does), and a backward whose incoming gradient is 1 (loss.backward()) hands it over as is.
+        ctx.fused = bool(FUSED_GRAD) and ctx.needs_input_grad[0] and reduction != "none" and not nll and \
+            inner == 1 and n_rows >= TARGET_PROGRAMS and n_cols > 0
+        ctx.shape = logits.shape
+        if ctx.fused:
+            loss, dz = _ce_fused(x.view(n_rows, n_cols), targets, reduction, ignore_index, smoothing, out_dtype)
+            ctx.save_for_backward(dz)
+            return loss
         loss, lse, count = _ce_forward(logits, targets, reduction, ignore_index, smoothing, nll, out_dtype)
         ctx.save_for_backward(logits, targets, lse, count)
         ctx.options = (reduction, ignore_index, smoothing, nll)
@@ -389,6 +500,11 @@ class _CrossEntropy(torch.autograd.Function):
 
     @staticmethod
     def backward(ctx, grad):
+        if ctx.fused:
+            (dz,) = ctx.saved_tensors
+            if float(grad) == 1.0:  # a 4-byte read: the common case needs no second pass
+                return dz.view(ctx.shape), None, None, None, None, None, None
+            return _scaled(dz, grad.contiguous(), dz.dtype).view(ctx.shape), None, None, None, None, None, None
         logits, targets, lse, count = ctx.saved_tensors
         dx = _ce_backward(grad, logits, targets, lse, count, *ctx.options)
         return dx, None, None, None, None, None, None

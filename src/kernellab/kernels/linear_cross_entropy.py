@@ -18,7 +18,12 @@ Budget per call, T tokens, H hidden, V vocabulary:
 
 from __future__ import annotations
 
-from kernellab.kernels.cross_entropy import CE_KERNELS, loss_options
+from kernellab.kernels.cross_entropy import (
+    CE_FUSED_KERNELS,
+    CE_KERNELS,
+    CE_SCALED_HOST,
+    loss_options,
+)
 from kernellab.kernels.reference_model import (
     Node,
     ReferenceModel,
@@ -106,7 +111,7 @@ class LinearCrossEntropyTemplate(Template):
         doc = f"Template `linear_cross_entropy` for {match.task.id}: {match.summary}.\n\n" + \
             (__doc__ or "").split("\n\n", 1)[1]
         imports = ""
-        return assemble(doc, match, params, CE_KERNELS + LCE_KERNELS, LCE_HOST, _forward_body(spec), imports)
+        return assemble(doc, match, params, CE_KERNELS + CE_FUSED_KERNELS + LCE_KERNELS, LCE_HOST + CE_SCALED_HOST, _forward_body(spec), imports)
 
 
 def _scalar(value, kind: str) -> str:
@@ -155,72 +160,6 @@ def _mm_kernel(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_ak, stride_bk, st
     if ACCUMULATE:
         acc += tl.load(c_ptr + offs, mask=mask, other=0.0).to(tl.float32)
     tl.store(c_ptr + offs, acc.to(c_ptr.dtype.element_ty), mask=mask)
-
-
-@triton.jit
-def _ce_loss_grad_kernel(z_ptr, t_ptr, loss_ptr, dz_ptr, count_ptr, n_cols, ignore_index, smoothing,
-                         GRAD: tl.constexpr, MEAN: tl.constexpr, SMOOTH: tl.constexpr, BLOCK_C: tl.constexpr):
-    # one row of fp32 logits: the loss and, in the same launch, dlogits (a second read, from L2)
-    row = tl.program_id(0)
-    base = tl.cast(row, tl.int64) * n_cols
-    t = tl.load(t_ptr + row)
-    valid = t != ignore_index
-    zt = tl.load(z_ptr + base + t, mask=valid, other=0.0)
-    m = tl.full([BLOCK_C], float("-inf"), tl.float32)
-    s = tl.zeros([BLOCK_C], dtype=tl.float32)
-    zsum = tl.zeros([BLOCK_C], dtype=tl.float32)
-    for c0 in range(0, n_cols, BLOCK_C):
-        cols = c0 + tl.arange(0, BLOCK_C)
-        mask = cols < n_cols
-        z = tl.load(z_ptr + base + cols, mask=mask, other=float("-inf"))
-        m_new = tl.maximum(m, z)
-        m_safe = tl.where(m_new == float("-inf"), 0.0, m_new)
-        s = s * tl.exp(m - m_safe) + tl.exp(z - m_safe)
-        m = m_new
-        if SMOOTH:
-            zsum += tl.where(mask, z, 0.0)
-    m_row = tl.max(m, axis=0)
-    log_s = tl.log(tl.sum(s * tl.exp(m - m_row), axis=0))
-    lse = m_row + log_s
-    loss = (m_row - zt) + log_s
-    if SMOOTH:
-        loss = (1.0 - smoothing) * loss + smoothing * (lse - tl.sum(zsum, axis=0) / n_cols)
-    tl.store(loss_ptr + row, tl.where(valid, loss, 0.0))
-    if GRAD:
-        scale = tl.where(valid, 1.0, 0.0)
-        if MEAN:
-            scale = scale / tl.load(count_ptr)
-        for c0 in range(0, n_cols, BLOCK_C):
-            cols = c0 + tl.arange(0, BLOCK_C)
-            mask = cols < n_cols
-            z = tl.load(z_ptr + base + cols, mask=mask, other=0.0)
-            hit = tl.where(cols == t, 1.0, 0.0)
-            if SMOOTH:
-                dz = tl.exp(z - lse) - (1.0 - smoothing) * hit - smoothing / n_cols
-            else:
-                dz = tl.exp(z - lse) - hit
-            tl.store(dz_ptr + base + cols, (dz * scale).to(dz_ptr.dtype.element_ty), mask=mask)
-
-
-@triton.jit
-def _count_kernel(t_ptr, count_ptr, n_rows, ignore_index, BLOCK: tl.constexpr):
-    # targets not ignored, the mean's denominator
-    cnt = tl.zeros([BLOCK], dtype=tl.float32)
-    for r0 in range(0, n_rows, BLOCK):
-        rows = r0 + tl.arange(0, BLOCK)
-        t = tl.load(t_ptr + rows, mask=rows < n_rows, other=ignore_index)
-        cnt += tl.where(t != ignore_index, 1.0, 0.0)
-    tl.store(count_ptr, tl.sum(cnt, axis=0))
-
-
-@triton.jit
-def _scale_kernel(x_ptr, g_ptr, out_ptr, n, BLOCK: tl.constexpr):
-    # out = x * g for the scalar incoming gradient g (read on the device: no host sync)
-    offs = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
-    mask = offs < n
-    g = tl.load(g_ptr).to(tl.float32)
-    x = tl.load(x_ptr + offs, mask=mask, other=0.0).to(tl.float32)
-    tl.store(out_ptr + offs, (x * g).to(out_ptr.dtype.element_ty), mask=mask)
 '''
 
 LCE_HOST = '''
@@ -269,9 +208,9 @@ def _lce_forward(x, weight, targets, reduction, ignore_index, smoothing, out_dty
         m = min(chunk, n_rows - start)
         xc = x2[start:start + m]
         _mm(xc, w.t(), logits[:m], False, op, ieee)
-        _ce_loss_grad_kernel[(m,)](logits, t[start:start + m], rows_loss[start:start + m], dz, count, vocab,
-                                   ignore_index, smoothing, GRAD=grad, MEAN=reduction == "mean",
-                                   SMOOTH=smoothing != 0.0, BLOCK_C=block_c, num_warps=CE_WARPS)
+        _ce_fused_kernel[(m,)](logits, t[start:start + m], rows_loss[start:start + m], dz, count, vocab,
+                               ignore_index, smoothing, GRAD=grad, MEAN=reduction == "mean",
+                               SMOOTH=smoothing != 0.0, BLOCK_C=block_c, num_warps=CE_WARPS)
         if grad:
             _mm(dz[:m], w, dx[start:start + m], False, op, ieee)
             _mm(dz[:m].t(), xc, dw, start > 0, op, ieee)
@@ -279,14 +218,6 @@ def _lce_forward(x, weight, targets, reduction, ignore_index, smoothing, out_dty
     _ce_reduce_kernel[(1,)](rows_loss, t, loss, count, n_rows, ignore_index, MEAN=reduction == "mean",
                             BLOCK=block, num_warps=4)
     return loss, dx, dw
-
-
-def _scaled(x, g, dtype):
-    out = torch.empty(x.shape, dtype=dtype, device=x.device)
-    n = x.numel()
-    if n:
-        _scale_kernel[(triton.cdiv(n, 4096),)](x, g, out, n, BLOCK=4096, num_warps=8)
-    return out
 
 
 class _LinearCrossEntropy(torch.autograd.Function):
