@@ -78,9 +78,9 @@ def _log_softmax_input(node: Node, model: ReferenceModel) -> Node | None:
     return x if dim == -1 or (rank is not None and dim == rank - 1) or (dim == 1 and flattens_rows(x)) else None
 
 
-def _operand(node: Node) -> Node:
-    """``x.view(-1, x.size(-1))`` reads as ``x``: the kernel views its input as rows anyway."""
-    inner = flattens_rows(node)
+def _operand(node: Node, vector: bool = False) -> Node:
+    """``x.view(-1, x.size(-1))`` (``t.view(-1)`` for targets) reads as ``x``: the kernel views it as rows."""
+    inner = flattens_rows(node, vector)
     return node if inner is None else inner
 
 
@@ -118,14 +118,16 @@ class CrossEntropyTemplate(Template):
             inner = _log_softmax_input(first, model)
             first, nll = (inner, False) if inner is not None else (first, True)
         flat = flattens_rows(first) is not None  # rows over the last dimension, not classes in dim 1
-        logits, targets = _operand(first), _operand(out.args[1])
+        logits, targets = _operand(first), _operand(out.args[1], vector=True)
         if logits.op != "input" or targets.op != "input":
             return None
         if task.backward and (task.grad_inputs and logits.name not in task.grad_inputs or
                               targets.name in task.grad_inputs):
             return None
+        # nll_loss(log_softmax(x, -1)) is cross-entropy only where the classes are also nll's dimension 1
+        two_d = out.op == "nll_loss" and not nll and not flat
         spec = {**options, "logits": logits.name, "targets": targets.name, "backward": task.backward, "flat": flat,
-                "nll": nll,
+                "nll": nll, "two_d": two_d,
                 "upcast": float32_upcast_calls(model.source, out.op)}
         what = "negative log-likelihood (a gather of the targets' log-probabilities)" if nll else \
             "cross-entropy with an online logsumexp"
@@ -157,9 +159,13 @@ def forward_body(spec: dict) -> str:
     if spec.get("flat"):
         x, t = f"{x}.reshape(-1, {x}.shape[-1])", f"{t}.reshape(-1)"
     call = f"{x}, {t}, {options}, {dtype}"
+    guard = ""
+    if spec.get("two_d"):
+        guard = (f"if {x}.dim() > 2:\n    raise ValueError('log_softmax over the last dimension, nll_loss over "
+                 f"dimension 1: not cross-entropy for inputs of rank > 2')\n")
     if spec["backward"]:
-        return f"return _CrossEntropy.apply({call})"
-    return f"return _ce_forward({call})[0]"
+        return f"{guard}return _CrossEntropy.apply({call})"
+    return f"{guard}return _ce_forward({call})[0]"
 
 
 def _scalar(value, kind: str) -> str:

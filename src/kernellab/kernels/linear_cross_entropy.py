@@ -86,7 +86,7 @@ class LinearCrossEntropyTemplate(Template):
         logits, targets = out.args
         flattened = flattens_rows(logits)
         found = _linear(flattened if flattened is not None else logits, model)
-        targets = flattens_rows(targets) or targets
+        targets = flattens_rows(targets, vector=True) or targets
         if found is None or targets.op != "input":
             return None
         x, weight = found

@@ -413,14 +413,16 @@ def _size_of(node: ast.AST) -> int | str:
     return text
 
 
-def flattens_rows(node: Node) -> Node | None:
+def flattens_rows(node: Node, vector: bool = False) -> Node | None:
     """The tensor under ``node`` when ``node`` views it as rows over its last dimension
-    (``x.view(-1, x.size(-1))``, ``x.reshape(-1, V)``) or as one flat vector (``t.view(-1)``)."""
+    (``x.view(-1, x.size(-1))``, ``x.reshape(-1, V)``) or, ``vector``, as one flat vector (``t.view(-1)``)."""
     if node.op != "reshape":
         return None
     shape = node.const("shape", ())
-    if shape in ((-1,), (-1, "last")) or (len(shape) == 2 and shape[0] == -1 and isinstance(shape[1], (int, str))
-                                          and shape[1] != -1):
+    if vector:
+        return node.args[0] if shape == (-1,) else None
+    # (-1, V) with V a name (``self.vocab_size``, ``V``) is taken as the last dimension; a literal is not
+    if len(shape) == 2 and shape[0] == -1 and isinstance(shape[1], str):
         return node.args[0]
     return None
 
