@@ -6,9 +6,12 @@ Importing this package registers the built-in templates; ``templates()`` lists t
 
 from kernellab.kernels import (  # noqa: F401 - register the templates
     attention,
+    cross_entropy,
     elementwise,
+    embedding,
     gated,
     gated_matmul,
+    linear_cross_entropy,
     matmul,
     norm,
     reduction,

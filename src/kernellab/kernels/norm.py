@@ -28,6 +28,10 @@ from kernellab.kernels.template import (
 )
 from kernellab.tasks.model import Task
 
+SPLIT_KNOBS = [
+    KnobSpec("MIN_SEGMENT", 16384, "4096..131072", "shortest row segment when few long rows are split"),
+    KnobSpec("TARGET_PROGRAMS", 512, "128..8192", "split long rows when fewer rows than this would run"),
+]
 BACKWARD_KNOBS = [
     KnobSpec("BLOCK_N", 1024, "128..8192", "columns per program of the backward's dx pass"),
     KnobSpec("ROW_GROUPS", 256, "16..1024", "row groups of the backward's dx pass (fp32 partials of dweight)"),
@@ -49,9 +53,20 @@ def _eps(node: Node) -> Node | None:
     return node if node.op == "scalar" or (node.op == "const" and isinstance(node.value, (int, float))) else None
 
 
+def _residual(node: Node) -> tuple[str, str | None] | None:
+    """(x, residual) of the normalised value: an input, or the residual stream ``x + residual`` of two."""
+    if node.op == "input":
+        return node.name, None
+    if node.op == "add" and all(a.op == "input" for a in node.args) and node.args[0] != node.args[1]:
+        return node.args[0].name, node.args[1].name
+    return None
+
+
 def _rms_parts(out: Node, model: ReferenceModel) -> dict | None:
+    if out.op == "rms_norm":
+        return _rms_call_parts(out, model)
     factors = _factors(out)
-    inputs = [f for f in factors if f.op == "input"]
+    inputs = [f for f in factors if _residual(f) is not None]
     roots = [f for f in factors if f.op == "rsqrt"]
     if len(inputs) != 1 or len(roots) != 1:
         return None
@@ -76,11 +91,27 @@ def _rms_parts(out: Node, model: ReferenceModel) -> dict | None:
         if param is None or param.ndim != 1:
             return None
         weight = w.name
-    return {"kind": "rms", "x": x.name, "weight": weight, "plus_one": plus_one, "bias": None, "eps": eps}
+    return {"kind": "rms", "x": x, "weight": weight, "plus_one": plus_one, "bias": None, "eps": eps}
+
+
+def _rms_call_parts(out: Node, model: ReferenceModel) -> dict | None:
+    """``F.rms_norm(x, shape, weight, eps)`` with an explicit eps (its default depends on the dtype)."""
+    eps = _eps(out.kwarg("eps")) if out.kwarg("eps") is not None else None
+    if _residual(out.args[0]) is None or eps is None:
+        return None
+    weight = out.kwarg("weight")
+    if weight is not None and not (weight.op == "const" and weight.value is None):
+        param = model.param(weight)
+        if param is None or param.ndim != 1:
+            return None
+        weight = weight.name
+    else:
+        weight = None
+    return {"kind": "rms", "x": out.args[0], "weight": weight, "plus_one": False, "bias": None, "eps": eps}
 
 
 def _layer_parts(out: Node, model: ReferenceModel) -> dict | None:
-    if out.op != "layer_norm" or out.args[0].op != "input":
+    if out.op != "layer_norm" or _residual(out.args[0]) is None:
         return None
     names = {}
     for key in ("weight", "bias"):
@@ -96,7 +127,7 @@ def _layer_parts(out: Node, model: ReferenceModel) -> dict | None:
     eps = Node("const", value=1e-5) if eps is None else _eps(eps)
     if eps is None:
         return None
-    return {"kind": "layer", "x": out.args[0].name, "weight": names["weight"], "plus_one": False,
+    return {"kind": "layer", "x": out.args[0], "weight": names["weight"], "plus_one": False,
             "bias": names["bias"], "eps": eps}
 
 
@@ -106,28 +137,53 @@ class NormTemplate(Template):
     budget = __doc__
 
     def match(self, task: Task, model: ReferenceModel) -> Match | None:
-        if len(model.outputs) != 1:
+        if len(model.outputs) not in (1, 2):
             return None
-        out = model.outputs[0]
-        parts = _layer_parts(out, model) if out.op == "layer_norm" else _rms_parts(out, model)
-        if parts is None:
+        for position, out in enumerate(model.outputs):
+            parts = _layer_parts(out, model) if out.op == "layer_norm" else _rms_parts(out, model)
+            if parts is not None:
+                break
+        else:
             return None
+        normed = parts["x"]
+        parts["x"], parts["residual"] = _residual(normed)
+        # a second output is the residual stream itself: (norm(x + r), x + r) or (x + r, norm(x + r)),
+        # or a second norm of the same form of another input (q and k of QK-norm)
+        parts["sum_at"] = parts["also"] = None
+        if len(model.outputs) == 2:
+            other = model.outputs[1 - position]
+            if parts["residual"] is not None and other == normed:
+                parts["sum_at"] = 1 - position
+            else:
+                also = _layer_parts(other, model) if other.op == "layer_norm" else _rms_parts(other, model)
+                same = ("kind", "plus_one")
+                if parts["residual"] is not None or also is None or any(also[k] != parts[k] for k in same) or \
+                        (also["weight"] is None) != (parts["weight"] is None) or \
+                        (also["bias"] is None) != (parts["bias"] is None) or _residual(also["x"]) is None or \
+                        _residual(also["x"])[1] is not None or position != 0:
+                    return None
+                parts["also"] = {"x": _residual(also["x"])[0], "weight": also["weight"], "bias": also["bias"],
+                                 "eps": also["eps"]}
         parts["backward"] = task.backward
-        if task.backward and parts["x"] not in task.grad_inputs:
+        inputs = {parts["x"], parts["residual"], (parts["also"] or {}).get("x")} - {None}
+        if task.backward and not set(task.grad_inputs) <= inputs:
             return None
         name = "RMSNorm" if parts["kind"] == "rms" else "LayerNorm"
+        added = "residual add + " if parts["residual"] else ""
+        both = " (both outputs)" if parts["sum_at"] is not None else " of two inputs" if parts["also"] else ""
         return Match(self, task, model, parts,
-                     summary=f"{name} over the last dimension, {'forward + backward' if task.backward else 'forward'}")
+                     summary=f"{added}{name} over the last dimension{both}, "
+                             f"{'forward + backward' if task.backward else 'forward'}")
 
     def knobs(self, match: Match) -> list[KnobSpec]:
-        return SINGLE_KNOBS + LOOP_KNOBS + (BACKWARD_KNOBS if match.spec["backward"] else [])
+        return SINGLE_KNOBS + LOOP_KNOBS + SPLIT_KNOBS + (BACKWARD_KNOBS if match.spec["backward"] else [])
 
     def presets(self, match: Match) -> list[dict[str, int]]:
         return [{"ELEMS_PER_WARP": 256}, {"ELEMS_PER_WARP": 1024, "TILE": 8192}]
 
     def render(self, match: Match, params: dict[str, int]) -> str:
         r = _Render(match.spec)
-        kernels = r.tile_forward() + r.loop_forward()
+        kernels = r.tile_forward() + r.loop_forward() + r.split_forward()
         host = ROWS_HOST + TILE_HOST + r.forward_host()
         if r.backward:
             kernels += r.row_sums() + r.dx_kernel() + (COLUMN_SUM if r.w or r.b else "")
@@ -145,6 +201,24 @@ class _Render:
         self.plus_one: bool = spec["plus_one"]
         self.eps: Node = spec["eps"]
         self.backward: bool = spec["backward"]
+        self.r: str | None = spec.get("residual")
+        self.sum_at: int | None = spec.get("sum_at")
+        self.also: dict | None = spec.get("also")
+
+    def load_x(self, indent: str, offs: str, mask: str, first: bool = True) -> str:
+        """Statements giving fp32 ``x``, the normalised value: with a residual, x + r rounded to the
+        stored sum's dtype (as the reference's sum is), stored once by the first pass and re-read after."""
+        if not self.r:
+            return f"{indent}x = tl.load(x_ptr + {offs}, mask={mask}, other=0.0).to(tl.float32)\n"
+        if not first:
+            return f"{indent}x = tl.load(s_ptr + {offs}, mask={mask}, other=0.0).to(tl.float32)\n"
+        return (f"{indent}x = (tl.load(x_ptr + {offs}, mask={mask}, other=0.0).to(tl.float32) + "
+                f"tl.load(r_ptr + {offs}, mask={mask}, other=0.0).to(tl.float32)).to(s_ptr.dtype.element_ty)\n"
+                f"{indent}tl.store(s_ptr + {offs}, x, mask={mask})\n"
+                f"{indent}x = x.to(tl.float32)\n")
+
+    def rs(self) -> str:
+        return "r_ptr, s_ptr, " if self.r else ""
 
     def weight(self, indent: str, cols: str, mask: str, bias: bool = True) -> str:
         lines = ""
@@ -163,7 +237,9 @@ class _Render:
     def tile_forward(self) -> str:
         if self.layer:
             # Statistics of x - (the row's first element): a constant row gives exactly zero, as it must.
-            stats = '''    pivot = tl.load(x_ptr + rows.to(tl.int64) * n_cols, mask=rmask, other=0.0).to(tl.float32)
+            pivot = "tl.sum(tl.where(cols[None, :] == 0, x, 0.0), axis=1)" if self.r else \
+                "tl.load(x_ptr + rows.to(tl.int64) * n_cols, mask=rmask, other=0.0).to(tl.float32)"
+            stats = f'''    pivot = {pivot}
     d = tl.where(mask, x - pivot[:, None], 0.0)
     mean_d = tl.sum(d, axis=1) / n_cols
     xc = tl.where(mask, d - mean_d[:, None], 0.0)
@@ -176,8 +252,8 @@ class _Render:
 '''
         return f'''
 @triton.jit
-def _tile_forward_kernel(x_ptr, w_ptr, b_ptr, y_ptr, mean_ptr, rstd_ptr, n_rows, n_cols, eps, BLOCK_R: tl.constexpr,
-                         BLOCK_C: tl.constexpr):
+def _tile_forward_kernel(x_ptr, {self.rs()}w_ptr, b_ptr, y_ptr, mean_ptr, rstd_ptr, n_rows, n_cols, eps,
+                         BLOCK_R: tl.constexpr, BLOCK_C: tl.constexpr):
     # whole rows in registers: reads x once, writes y and fp32 row statistics once
     rows = tl.program_id(0) * BLOCK_R + tl.arange(0, BLOCK_R)
     cols = tl.arange(0, BLOCK_C)
@@ -185,22 +261,25 @@ def _tile_forward_kernel(x_ptr, w_ptr, b_ptr, y_ptr, mean_ptr, rstd_ptr, n_rows,
     cmask = cols < n_cols
     mask = rmask[:, None] & cmask[None, :]
     offs = rows.to(tl.int64)[:, None] * n_cols + cols[None, :]
-    x = tl.load(x_ptr + offs, mask=mask, other=0.0).to(tl.float32)
-{stats}    tl.store(rstd_ptr + rows, rstd, mask=rmask)
+{self.load_x("    ", "offs", "mask")}{stats}    tl.store(rstd_ptr + rows, rstd, mask=rmask)
 {self.weight("    ", "cols", "cmask")}    y = {self.affine("xc * rstd[:, None]", "w[None, :]", "b[None, :]")}
     tl.store(y_ptr + offs, y.to(y_ptr.dtype.element_ty), mask=mask)
 '''
 
     def loop_forward(self) -> str:
-        load = "        x = tl.load(x_ptr + base + cols, mask=mask, other=0.0).to(tl.float32)\n"
+        first = self.load_x("        ", "base + cols", "mask")
+        load = self.load_x("        ", "base + cols", "mask", first=False)
         loop = '''    for c0 in range(0, n_cols, BLOCK_C):
         cols = c0 + tl.arange(0, BLOCK_C)
         mask = cols < n_cols
 '''
         if self.layer:
-            stats = f'''    pivot = tl.load(x_ptr + base).to(tl.float32)
+            pivot = "tl.load(x_ptr + base).to(tl.float32)"
+            if self.r:  # the sum's first element, rounded as the stored sum is
+                pivot = f"({pivot} + tl.load(r_ptr + base).to(tl.float32)).to(s_ptr.dtype.element_ty).to(tl.float32)"
+            stats = f'''    pivot = {pivot}
     acc = tl.zeros([BLOCK_C], dtype=tl.float32)
-{loop}{load}        acc += tl.where(mask, x - pivot, 0.0)
+{loop}{first}        acc += tl.where(mask, x - pivot, 0.0)
     mean_d = tl.sum(acc, axis=0) / n_cols
     acc = tl.zeros([BLOCK_C], dtype=tl.float32)
 {loop}{load}        acc += tl.where(mask, (x - pivot - mean_d) * (x - pivot - mean_d), 0.0)
@@ -211,12 +290,12 @@ def _tile_forward_kernel(x_ptr, w_ptr, b_ptr, y_ptr, mean_ptr, rstd_ptr, n_rows,
             stats = f'''    pivot = 0.0
     mean_d = 0.0
     acc = tl.zeros([BLOCK_C], dtype=tl.float32)
-{loop}{load}        acc += x * x
+{loop}{first}        acc += x * x
     rstd = 1.0 / tl.sqrt(tl.sum(acc, axis=0) / n_cols + eps)
 '''
         return f'''
 @triton.jit
-def _loop_forward_kernel(x_ptr, w_ptr, b_ptr, y_ptr, mean_ptr, rstd_ptr, n_cols, eps, BLOCK_C: tl.constexpr):
+def _loop_forward_kernel(x_ptr, {self.rs()}w_ptr, b_ptr, y_ptr, mean_ptr, rstd_ptr, n_cols, eps, BLOCK_C: tl.constexpr):
     # one program per row, walked in BLOCK_C-wide chunks: statistics pass(es), then the output pass
     row = tl.program_id(0)
     base = tl.cast(row, tl.int64) * n_cols
@@ -225,32 +304,133 @@ def _loop_forward_kernel(x_ptr, w_ptr, b_ptr, y_ptr, mean_ptr, rstd_ptr, n_cols,
         tl.store(y_ptr + base + cols, y.to(y_ptr.dtype.element_ty), mask=mask)
 '''
 
+    def split_forward(self) -> str:
+        """Few rows longer than MAX_SINGLE: each row split over programs. Pass 1 writes per-segment sums
+        (of x², or of d = x - the row's first element and d² for LayerNorm); pass 2 combines the row's
+        segments and writes y over its segment. Two reads of x in all, every SM busy."""
+        first = self.load_x("        ", "base + cols", "mask")
+        load = self.load_x("        ", "base + cols", "mask", first=False)
+        pivot = "tl.load(x_ptr + base).to(tl.float32)"
+        if self.r:
+            pivot = f"({pivot} + tl.load(r_ptr + base).to(tl.float32)).to(s_ptr.dtype.element_ty).to(tl.float32)"
+        if not self.layer:
+            pivot = "0.0"
+        loop = '''    for c0 in range(start, end, BLOCK_C):
+        cols = c0 + tl.arange(0, BLOCK_C)
+        mask = cols < end
+'''
+        if self.layer:
+            sums = f'''{loop}{first}        d = tl.where(mask, x - pivot, 0.0)
+        acc1 += d
+        acc2 += d * d
+'''
+            stats = '''    mean_d = tl.sum(p1, axis=0) / n_cols
+    var = tl.maximum(tl.sum(p2, axis=0) / n_cols - mean_d * mean_d, 0.0)
+    rstd = 1.0 / tl.sqrt(var + eps)
+    if split == 0:
+        tl.store(mean_ptr + row, pivot + mean_d)
+'''
+        else:
+            sums = f'''{loop}{first}        acc2 += x * x
+'''
+            stats = '''    mean_d = 0.0
+    rstd = 1.0 / tl.sqrt(tl.sum(p2, axis=0) / n_cols + eps)
+'''
+        return f'''
+@triton.jit
+def _split_stats_kernel(x_ptr, {self.rs()}part_ptr, n_cols, seg_len, n_splits, BLOCK_C: tl.constexpr):
+    # pass 1 over one segment of one row: its partial sums
+    row = tl.program_id(0)
+    split = tl.program_id(1)
+    base = tl.cast(row, tl.int64) * n_cols
+    start = split * seg_len
+    end = tl.minimum(start + seg_len, n_cols)
+    pivot = {pivot}
+    acc1 = tl.zeros([BLOCK_C], dtype=tl.float32)
+    acc2 = tl.zeros([BLOCK_C], dtype=tl.float32)
+{sums}    tl.store(part_ptr + (row * n_splits + split) * 2, tl.sum(acc1, axis=0))
+    tl.store(part_ptr + (row * n_splits + split) * 2 + 1, tl.sum(acc2, axis=0))
+
+
+@triton.jit
+def _split_write_kernel(x_ptr, {self.rs()}w_ptr, b_ptr, y_ptr, mean_ptr, rstd_ptr, part_ptr, n_cols, seg_len,
+                        n_splits, eps, BLOCK_C: tl.constexpr, BLOCK_S: tl.constexpr):
+    # pass 2: the row's statistics from every segment's sums, then y over this segment
+    row = tl.program_id(0)
+    split = tl.program_id(1)
+    base = tl.cast(row, tl.int64) * n_cols
+    idx = tl.arange(0, BLOCK_S)
+    p1 = tl.load(part_ptr + (row * n_splits + idx) * 2, mask=idx < n_splits, other=0.0)
+    p2 = tl.load(part_ptr + (row * n_splits + idx) * 2 + 1, mask=idx < n_splits, other=0.0)
+    pivot = {pivot}
+{stats}    if split == 0:
+        tl.store(rstd_ptr + row, rstd)
+    start = split * seg_len
+    end = tl.minimum(start + seg_len, n_cols)
+{loop}{load}{self.weight("        ", "cols", "mask")}        y = {self.affine("(x - pivot - mean_d) * rstd", "w", "b")}
+        tl.store(y_ptr + base + cols, y.to(y_ptr.dtype.element_ty), mask=mask)
+'''
+
     def forward_host(self) -> str:
         w = self.w and "weight" or "x2"
         b = self.b and "bias" or "x2"
-        return f'''
-def _norm_forward(x, weight, bias, eps):
+        if self.r:  # the sum s = x + r is written by the forward kernels and normalised
+            head = '''def _norm_forward(x, r, weight, bias, eps):
     x2, n_rows, n_cols = _rows(x)
-    dtype = x.dtype if weight is None else torch.promote_types(x.dtype, weight.dtype)
+    r2, _, _ = _rows(r)
+    s = torch.empty(x2.shape, dtype=torch.promote_types(x.dtype, r.dtype), device=x.device)
+    dtype = s.dtype if weight is None else torch.promote_types(s.dtype, weight.dtype)'''
+            ret, xs = "y.view(x.shape), s.view(x.shape), mean, rstd", "x2, r2, s"
+        else:
+            head = '''def _norm_forward(x, weight, bias, eps):
+    x2, n_rows, n_cols = _rows(x)
+    dtype = x.dtype if weight is None else torch.promote_types(x.dtype, weight.dtype)'''
+            ret, xs = "y.view(x.shape), mean, rstd", "x2"
+        return f'''
+{head}
     y = torch.empty(x2.shape, dtype=dtype, device=x.device)
     mean = torch.empty(n_rows, dtype=torch.float32, device=x.device)
     rstd = torch.empty(n_rows, dtype=torch.float32, device=x.device)
     if n_rows and n_cols:
         if triton.next_power_of_2(n_cols) <= MAX_SINGLE:
             block_r, block_c, warps = _tile(n_rows, n_cols)
-            _tile_forward_kernel[(triton.cdiv(n_rows, block_r),)](x2, {w}, {b}, y, mean, rstd, n_rows, n_cols, eps, BLOCK_R=block_r, BLOCK_C=block_c, num_warps=warps)
-        else:
-            _loop_forward_kernel[(n_rows,)](x2, {w}, {b}, y, mean, rstd, n_cols, eps,
+            _tile_forward_kernel[(triton.cdiv(n_rows, block_r),)]({xs}, {w}, {b}, y, mean, rstd, n_rows, n_cols, eps, BLOCK_R=block_r, BLOCK_C=block_c, num_warps=warps)
+        elif n_rows >= TARGET_PROGRAMS or n_cols <= MIN_SEGMENT:
+            _loop_forward_kernel[(n_rows,)]({xs}, {w}, {b}, y, mean, rstd, n_cols, eps,
                                             BLOCK_C=min(CHUNK, triton.next_power_of_2(n_cols)), num_warps=LOOP_WARPS)
-    return y.view(x.shape), mean, rstd
+        else:  # few long rows: split each over programs
+            block_c = min(CHUNK, triton.next_power_of_2(n_cols))
+            splits = max(1, min(triton.cdiv(n_cols, MIN_SEGMENT), triton.cdiv(TARGET_PROGRAMS, n_rows)))
+            seg_len = triton.cdiv(triton.cdiv(n_cols, splits), block_c) * block_c
+            splits = triton.cdiv(n_cols, seg_len)
+            part = torch.empty((n_rows, splits, 2), dtype=torch.float32, device=x.device)
+            _split_stats_kernel[(n_rows, splits)]({xs}, part, n_cols, seg_len, splits, BLOCK_C=block_c,
+                                                  num_warps=LOOP_WARPS)
+            _split_write_kernel[(n_rows, splits)]({xs}, {w}, {b}, y, mean, rstd, part, n_cols, seg_len, splits, eps,
+                                                  BLOCK_C=block_c, BLOCK_S=max(2, triton.next_power_of_2(splits)),
+                                                  num_warps=LOOP_WARPS)
+    return {ret}
 '''
 
-    def eps_arg(self) -> str:
-        return f"float(self.{self.eps.name})" if self.eps.op == "scalar" else repr(float(self.eps.value))
+    def eps_arg(self, eps: Node | None = None) -> str:
+        eps = eps or self.eps
+        return f"float(self.{eps.name})" if eps.op == "scalar" else repr(float(eps.value))
 
     def forward_body(self) -> str:
         w = f"self.{self.w}" if self.w else "None"
         b = f"self.{self.b}" if self.b else "None"
+        if self.also:  # two inputs normalised alike, each with its own parameters: the same kernels twice
+            a = self.also
+            calls = []
+            for x, wn, bn, eps in ((self.x, self.w, self.b, self.eps), (a["x"], a["weight"], a["bias"], a["eps"])):
+                args = f"{x}, {f'self.{wn}' if wn else 'None'}, {f'self.{bn}' if bn else 'None'}, {self.eps_arg(eps)}"
+                calls.append(f"_Norm.apply({args})" if self.backward else f"_norm_forward({args})[0]")
+            return f"return {calls[0]}, {calls[1]}"
+        if self.r:
+            outputs = {None: "y", 0: "s, y", 1: "y, s"}[self.sum_at]
+            if self.backward:
+                return f"y, s = _Norm.apply({self.x}, {self.r}, {w}, {b}, {self.eps_arg()})\nreturn {outputs}"
+            return f"y, s, _, _ = _norm_forward({self.x}, {self.r}, {w}, {b}, {self.eps_arg()})\nreturn {outputs}"
         if self.backward:
             return f"return _Norm.apply({self.x}, {w}, {b}, {self.eps_arg()})"
         return f"return _norm_forward({self.x}, {w}, {b}, {self.eps_arg()})[0]"
@@ -290,6 +470,8 @@ def _row_sums_kernel(dy_ptr, x_ptr, w_ptr, mean_ptr, rstd_ptr, c1_ptr, c2_ptr, n
         xhat = "(x - mean) * rstd" if self.layer else "x * rstd"
         wdy = "w * dy" if self.w else "dy"
         c2 = " - tl.load(c2_ptr + row)" if self.layer else ""
+        # with a residual, the sum's own incoming gradient joins the norm's
+        ds = " + tl.load(ds_ptr + offs, mask=cmask, other=0.0).to(tl.float32)" if self.r else ""
         accs, adds, stores = "", "", ""
         if self.w:
             accs += "    acc_w = tl.zeros([BLOCK_N], dtype=tl.float32)\n"
@@ -301,8 +483,8 @@ def _row_sums_kernel(dy_ptr, x_ptr, w_ptr, mean_ptr, rstd_ptr, c1_ptr, c2_ptr, n
             stores += "    tl.store(db_ptr + g * n_cols + cols, acc_b, mask=cmask)\n"
         return f'''
 @triton.jit
-def _dx_kernel(dy_ptr, x_ptr, w_ptr, mean_ptr, rstd_ptr, c1_ptr, c2_ptr, dx_ptr, dw_ptr, db_ptr, n_rows, n_cols,
-               BLOCK_N: tl.constexpr):
+def _dx_kernel(dy_ptr, {"ds_ptr, " if self.r else ""}x_ptr, w_ptr, mean_ptr, rstd_ptr, c1_ptr, c2_ptr, dx_ptr, dw_ptr, db_ptr,
+               n_rows, n_cols, BLOCK_N: tl.constexpr):
     # program (g, c): rows g, g + G, ... of column block c; reads x and dy, writes dx and fp32 partials
     g = tl.program_id(0)
     groups = tl.num_programs(0)
@@ -314,7 +496,7 @@ def _dx_kernel(dy_ptr, x_ptr, w_ptr, mean_ptr, rstd_ptr, c1_ptr, c2_ptr, dx_ptr,
         dy = tl.load(dy_ptr + offs, mask=cmask, other=0.0).to(tl.float32)
         rstd = tl.load(rstd_ptr + row)
 {mean}        xhat = {xhat}
-        dx = rstd * ({wdy} - xhat * tl.load(c1_ptr + row){c2})
+        dx = rstd * ({wdy} - xhat * tl.load(c1_ptr + row){c2}){ds}
         tl.store(dx_ptr + offs, dx.to(dx_ptr.dtype.element_ty), mask=cmask)
 {adds}{stores}'''
 
@@ -331,13 +513,15 @@ def _dx_kernel(dy_ptr, x_ptr, w_ptr, mean_ptr, rstd_ptr, c1_ptr, c2_ptr, dx_ptr,
             parts += "    part_b = torch.empty((groups, n_cols), dtype=torch.float32, device=x2.device)\n"
             sums += "    dbias = _column_sum(part_b, torch.empty_like(bias))\n"
             db_part = "part_b"
-        returns = ", ".join(["dx.view(ctx.shape)", "dweight" if self.w else "None", "dbias" if self.b else "None",
-                             "None"])
+        grads = ["dx.view(ctx.shape)", "dx.view(ctx.shape)"] if self.r else ["dx.view(ctx.shape)"]
+        returns = ", ".join([*grads, "dweight" if self.w else "None", "dbias" if self.b else "None", "None"])
+        ds, ds_arg = ("ds, ", "ds, ") if self.r else ("", "")
+        ds_view = "    ds = ds.contiguous().view(n_rows, n_cols)\n" if self.r else ""
         return f'''
-def _norm_backward(dy, x2, weight, bias, mean, rstd):
+def _norm_backward(dy, {ds}x2, weight, bias, mean, rstd):
     n_rows, n_cols = x2.shape
     dy = dy.contiguous().view(n_rows, n_cols)
-    dx = torch.empty_like(x2)
+{ds_view}    dx = torch.empty_like(x2)
     c1 = torch.empty(n_rows, dtype=torch.float32, device=x2.device)
     c2 = torch.empty(n_rows, dtype=torch.float32, device=x2.device)
     groups = min(n_rows, ROW_GROUPS)
@@ -346,13 +530,31 @@ def _norm_backward(dy, x2, weight, bias, mean, rstd):
         block_r = max(1, min(TILE // block_c, triton.next_power_of_2(n_rows)))
         _row_sums_kernel[(triton.cdiv(n_rows, block_r),)](dy, x2, {w}, mean, rstd, c1, c2, n_rows, n_cols,
                                                           BLOCK_R=block_r, BLOCK_C=block_c, num_warps=LOOP_WARPS)
-        _dx_kernel[(groups, triton.cdiv(n_cols, BLOCK_N))](dy, x2, {w}, mean, rstd, c1, c2, dx, {dw_part}, {db_part},
+        _dx_kernel[(groups, triton.cdiv(n_cols, BLOCK_N))](dy, {ds_arg}x2, {w}, mean, rstd, c1, c2, dx, {dw_part}, {db_part},
                                                            n_rows, n_cols, BLOCK_N=BLOCK_N, num_warps=LOOP_WARPS)
     dweight = dbias = None
 {sums}    return dx, dweight, dbias
 
 
-class _Norm(torch.autograd.Function):
+{self.autograd(returns)}'''
+
+    def autograd(self, returns: str) -> str:
+        if self.r:
+            return f'''class _Norm(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x, r, weight, bias, eps):
+        y, s, mean, rstd = _norm_forward(x, r, weight, bias, eps)
+        ctx.save_for_backward(s.view(-1, s.shape[-1]) if s.dim() else s.view(1, 1), weight, bias, mean, rstd)
+        ctx.shape = x.shape
+        return y, s
+
+    @staticmethod
+    def backward(ctx, dy, ds):
+        s2, weight, bias, mean, rstd = ctx.saved_tensors
+        dx, dweight, dbias = _norm_backward(dy, ds, s2, weight, bias, mean, rstd)
+        return {returns}
+'''
+        return f'''class _Norm(torch.autograd.Function):
     @staticmethod
     def forward(ctx, x, weight, bias, eps):
         y, mean, rstd = _norm_forward(x, weight, bias, eps)

@@ -3,7 +3,8 @@ on the input (``x.abs().amax(-1)``), forward and (sum, mean) backward.
 
 Budget per call, ``M`` rows of ``N``, ``f`` FLOPs per element of the pre-op:
   forward   reads M·N·elem once, writes M·elem; (f + 1)·M·N FLOPs. A program owns BLOCK_R rows and
-            walks them in BLOCK_C-wide chunks, keeping a [BLOCK_R, BLOCK_C] fp32 accumulator.
+            walks them in BLOCK_C-wide chunks, keeping a [BLOCK_R, BLOCK_C] fp32 accumulator. Few long
+            rows are split over programs (fp32 partial per segment, combined by a second small kernel).
   backward  (sum, mean) reads dy (M·elem) and, with a pre-op, x (M·N·elem); writes dx (M·N·elem);
             about (2f + 1)·M·N FLOPs.
 """
@@ -37,6 +38,8 @@ KNOBS = [
     KnobSpec("CHUNK", 1024, "128..8192", "columns per step of the reduction"),
     KnobSpec("TILE", 4096, "512..16384", "accumulator elements per program (rows x chunk)"),
     KnobSpec("NUM_WARPS", 4, "1,2,4,8,16", "warps per program"),
+    KnobSpec("MIN_SEGMENT", 16384, "4096..131072", "shortest row segment when few long rows are split"),
+    KnobSpec("TARGET_PROGRAMS", 512, "128..8192", "split long rows when fewer programs than this would run"),
 ]
 _KINDS = {"sum": ("0.0", "tl.sum"), "mean": ("0.0", "tl.sum"), "amax": ('float("-inf")', "tl.max"),
           "amin": ('float("inf")', "tl.min")}
@@ -94,20 +97,40 @@ class RowReductionTemplate(Template):
         else:
             update = f"acc = tl.{'maximum' if kind == 'amax' else 'minimum'}(acc, tl.where(mask, {z}, {init}))"
         result = "tl.sum(acc, axis=1) / n_cols" if kind == "mean" else f"{reduce}(acc, axis=1)"
+        combined = "tl.sum(p, axis=1) / n_cols" if kind == "mean" else f"{reduce}(p, axis=1)"
         kernels = f'''
 @triton.jit
-def _reduce_kernel(x_ptr, out_ptr, n_rows, n_cols{sargs}, BLOCK_R: tl.constexpr, BLOCK_C: tl.constexpr):
-    # BLOCK_R rows per program, walked in BLOCK_C-wide chunks: reads x once, writes one value per row
+def _reduce_kernel(x_ptr, out_ptr, part_ptr, n_rows, n_cols, seg_len, n_splits{sargs}, BLOCK_R: tl.constexpr,
+                   BLOCK_C: tl.constexpr, SPLIT: tl.constexpr):
+    # BLOCK_R rows x one segment per program, walked in BLOCK_C-wide chunks: reads x once, writes one
+    # value per row (or, SPLIT, an fp32 partial per row segment)
     rows = tl.program_id(0) * BLOCK_R + tl.arange(0, BLOCK_R)
+    split = tl.program_id(1)
+    start = split * seg_len
+    end = tl.minimum(start + seg_len, n_cols)
     rmask = rows < n_rows
     base = rows.to(tl.int64)[:, None] * n_cols
     acc = tl.full([BLOCK_R, BLOCK_C], {init}, tl.float32)
-    for c0 in range(0, n_cols, BLOCK_C):
+    for c0 in range(start, end, BLOCK_C):
         cols = c0 + tl.arange(0, BLOCK_C)
-        mask = rmask[:, None] & (cols[None, :] < n_cols)
+        mask = rmask[:, None] & (cols[None, :] < end)
         x = tl.load(x_ptr + base + cols[None, :], mask=mask, other=0.0).to(tl.float32)
 {pre_code}        {update}
-    tl.store(out_ptr + rows, ({result}).to(out_ptr.dtype.element_ty), mask=rmask)
+    if SPLIT:
+        tl.store(part_ptr + rows * n_splits + split, {reduce}(acc, axis=1), mask=rmask)
+    else:
+        tl.store(out_ptr + rows, ({result}).to(out_ptr.dtype.element_ty), mask=rmask)
+
+
+@triton.jit
+def _combine_kernel(part_ptr, out_ptr, n_rows, n_cols, n_splits, BLOCK_R: tl.constexpr, BLOCK_S: tl.constexpr):
+    # the segments' partials of split rows, in a fixed order: one value per row
+    rows = tl.program_id(0) * BLOCK_R + tl.arange(0, BLOCK_R)
+    idx = tl.arange(0, BLOCK_S)
+    rmask = rows < n_rows
+    mask = rmask[:, None] & (idx < n_splits)[None, :]
+    p = tl.load(part_ptr + rows[:, None] * n_splits + idx[None, :], mask=mask, other={init})
+    tl.store(out_ptr + rows, ({combined}).to(out_ptr.dtype.element_ty), mask=rmask)
 '''
         keep = "(1,)" if spec["keepdim"] else "()"
         host = ROWS_HOST + f'''
@@ -123,8 +146,20 @@ def _reduce(x{hargs}):
     out = torch.empty(n_rows, dtype=x.dtype, device=x.device)
     if n_rows:
         block_r, block_c = _tile(n_rows, n_cols)
-        _reduce_kernel[(triton.cdiv(n_rows, block_r),)](x2, out, n_rows, n_cols{hargs}, BLOCK_R=block_r,
-                                                        BLOCK_C=block_c, num_warps=NUM_WARPS)
+        programs = triton.cdiv(n_rows, block_r)
+        splits = 1
+        if programs < TARGET_PROGRAMS and n_cols > MIN_SEGMENT:  # few long rows: split them
+            splits = min(triton.cdiv(n_cols, MIN_SEGMENT), triton.cdiv(TARGET_PROGRAMS, programs))
+        seg_len = triton.cdiv(triton.cdiv(max(n_cols, 1), splits), block_c) * block_c
+        splits = max(1, triton.cdiv(n_cols, seg_len))
+        part = torch.empty((n_rows, splits) if splits > 1 else (1,), dtype=torch.float32, device=x.device)
+        _reduce_kernel[(programs, splits)](x2, out, part, n_rows, n_cols, seg_len, splits{hargs}, BLOCK_R=block_r,
+                                           BLOCK_C=block_c, SPLIT=splits > 1, num_warps=NUM_WARPS)
+        if splits > 1:
+            block_s = max(2, triton.next_power_of_2(splits))
+            block_rc = max(1, min(1024 // block_s, triton.next_power_of_2(n_rows)))
+            _combine_kernel[(triton.cdiv(n_rows, block_rc),)](part, out, n_rows, n_cols, splits, BLOCK_R=block_rc,
+                                                              BLOCK_S=block_s, num_warps=4)
     return out.view(tuple(x.shape[:-1]) + {keep})
 '''
         args = ", ".join([x, *(f"float(self.{s})" for s in scalars)])

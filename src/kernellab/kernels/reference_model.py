@@ -77,6 +77,7 @@ class Submodule:
     name: str
     kind: str  # "Linear"
     has_bias: bool = True
+    padding_idx: int | None = None  # nn.Embedding's
 
 
 @dataclass
@@ -92,6 +93,7 @@ class ReferenceModel:
     input_ranks: dict[str, int] = field(default_factory=dict)  # from get_inputs, where it says
     outputs: tuple[Node, ...] | None = None
     why_not: str | None = None  # why ``outputs`` is None
+    source: str = ""  # the reference file, for readers of facts the tree leaves out (float32 upcasts)
 
     def param(self, node: Node) -> Param | None:
         return self.params.get(node.name) if node.op == "param" else None
@@ -119,6 +121,13 @@ _OPS: dict[str, tuple[str, int, tuple[str, ...]]] = {
     "matmul": ("matmul", 2, ()), "mm": ("matmul", 2, ()), "t": ("t", 1, ()),
     "linear": ("linear", 1, ("weight", "bias")), "addmm": ("addmm", 3, ()),
 }
+_OPS.update({  # losses and lookups (cross-entropy, embedding, RMSNorm as one call)
+    "cross_entropy": ("cross_entropy", 2, ("weight", "size_average", "ignore_index", "reduce", "reduction",
+                                           "label_smoothing")),
+    "embedding": ("embedding", 2, ("padding_idx", "max_norm", "norm_type", "scale_grad_by_freq", "sparse")),
+    "rms_norm": ("rms_norm", 1, ("normalized_shape", "weight", "eps")),
+    "nll_loss": ("nll_loss", 2, ("weight", "size_average", "ignore_index", "reduce", "reduction")),
+})
 _BINOPS = {ast.Add: "add", ast.Sub: "sub", ast.Mult: "mul", ast.Div: "div", ast.Pow: "pow", ast.MatMult: "matmul"}
 
 
@@ -139,7 +148,8 @@ def read_model(source: str) -> ReferenceModel | None:
     segment = " " * init.col_offset + (ast.get_source_segment(source, init) or "")
     facts = ReferenceModel(init_source=textwrap.dedent(segment),
                            init_args=[a.arg for a in init.args.args[1:]],
-                           forward_args=[a.arg for a in forward.args.args[1:]], constants=constants)
+                           forward_args=[a.arg for a in forward.args.args[1:]], constants=constants,
+                           source=source)
     _read_init(init, facts)
     facts.init_prelude = _prelude(init, source, tree, assigned, facts.init_args)
     facts.input_ranks = _input_ranks(tree, facts.forward_args)
@@ -188,6 +198,9 @@ def _read_init(init: ast.FunctionDef, facts: ReferenceModel) -> None:
             facts.params[f"{name}.weight"] = Param(f"{name}.weight", 2)
             if bias:
                 facts.params[f"{name}.bias"] = Param(f"{name}.bias", 1)
+        elif callee.endswith("Embedding") and isinstance(value, ast.Call):
+            facts.submodules[name] = _embedding_module(name, value)
+            facts.params[f"{name}.weight"] = Param(f"{name}.weight", 2)
         elif isinstance(value, ast.Call) and callee.rsplit(".", 1)[-1][:1].isupper():  # nn.LayerNorm(...)
             facts.submodules[name] = Submodule(name, callee.rsplit(".", 1)[-1])
         else:  # a number computed or passed in (self.eps = eps, self.scale = math.sqrt(d))
@@ -341,6 +354,9 @@ class _Reader:
         name = func.attr
         if base == "self" and name in self.facts.submodules:
             sub = self.facts.submodules[name]
+            if sub.kind == "Embedding" and len(node.args) == 1 and not node.keywords:
+                return Node("embedding", (self.expr(node.args[0]), Node("param", name=f"{name}.weight")),
+                            (("padding_idx", const(sub.padding_idx)),))
             if sub.kind != "Linear" or len(node.args) != 1 or node.keywords:
                 raise Unsupported(f"submodule self.{name} ({sub.kind})")
             bias = Node("param", name=f"{name}.bias") if sub.has_bias else const(None)
@@ -351,6 +367,8 @@ class _Reader:
         else:  # a tensor method: the receiver is the first operand
             if name in _CASTS:
                 return self.expr(func.value)
+            if name in _RESHAPES:
+                return self.reshape(func.value, node)
             operands = [func.value, *node.args]
         if name not in _OPS:
             raise Unsupported(f"{base + '.' if base in _NAMESPACES else 'Tensor.'}{name}")
@@ -369,6 +387,17 @@ class _Reader:
         if op == "add" and "alpha" in kw:
             return Node("add", (args[0], Node("mul", (kw["alpha"], args[1]))))
         return Node(op, args, tuple(sorted(kw.items())))
+
+    def reshape(self, receiver: ast.AST, node: ast.Call) -> Node:
+        """``x.view(-1, x.size(-1))`` and the like: a ``reshape`` node whose ``shape`` keyword holds the
+        sizes (constants where literal, opaque otherwise), so a template can tell a flattening of the
+        leading dimensions from any other reshape."""
+        if node.keywords:
+            raise Unsupported("reshape with keywords")
+        sizes = node.args[0].elts if len(node.args) == 1 and isinstance(node.args[0], (ast.Tuple, ast.List)) \
+            else node.args
+        shape = tuple(_size_of(a) for a in sizes)
+        return Node("reshape", (self.expr(receiver),), (("shape", const(shape)),))
 
     def kwvalue(self, node: ast.AST) -> Node:
         try:
@@ -604,3 +633,109 @@ def _inline(reader: _Reader, fn: ast.FunctionDef, node: ast.Call) -> Node:
     finally:
         reader.env, reader.depth = saved, reader.depth - 1
     return result[0] if len(result) == 1 else Node("tuple", result)
+
+
+# ------------------------------------------------------------------------------------ reshapes and casts
+
+_RESHAPES = {"view", "reshape", "flatten"}
+
+
+def _size_of(node: ast.AST) -> int | str:
+    """A reshape size: an int where literal, ``"last"`` for ``t.size(-1)`` / ``t.shape[-1]``, else its text."""
+    try:
+        value = ast.literal_eval(node)
+        if isinstance(value, int):
+            return value
+    except (ValueError, SyntaxError, TypeError):
+        pass
+    text = ast.unparse(node).replace(" ", "")
+    if text.endswith((".size(-1)", ".shape[-1]")):
+        return "last"
+    return text
+
+
+def flattens_rows(node: Node, vector: bool = False) -> Node | None:
+    """The tensor under ``node`` when ``node`` views it as rows over its last dimension
+    (``x.view(-1, x.size(-1))``, ``x.reshape(-1, V)``) or, ``vector``, as one flat vector (``t.view(-1)``)."""
+    if node.op != "reshape":
+        return None
+    shape = node.const("shape", ())
+    if vector:
+        return node.args[0] if shape == (-1,) else None
+    # (-1, V) with V a name (``self.vocab_size``, ``V``) is taken as the last dimension; a literal is not
+    if len(shape) == 2 and shape[0] == -1 and isinstance(shape[1], str):
+        return node.args[0]
+    return None
+
+
+_FLOAT32 = {"torch.float32", "torch.float"}
+
+
+def float32_upcast_calls(source: str, callee: str) -> bool:
+    """Whether every call of ``callee`` (e.g. ``cross_entropy``) in ``Model.forward`` gets its first
+    argument cast to float32 (``x.float()``, ``x.to(torch.float32)``,
+    ``x.to(torch.promote_types(x.dtype, torch.float32))``), directly or through a local name.
+
+    The tree ``read_model`` gives reads casts as the identity; a template whose output dtype follows its
+    input's asks this to know when the reference returns float32 for 16-bit inputs.
+    """
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return False
+    model = next((n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "Model"), None)
+    forward = next((n for n in getattr(model, "body", []) if isinstance(n, ast.FunctionDef) and n.name == "forward"),
+                   None)
+    if forward is None:
+        return False
+    env: dict[str, ast.AST] = {}
+    found = []
+    for stmt in forward.body:
+        if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name):
+            env[stmt.targets[0].id] = stmt.value
+        for node in ast.walk(stmt):
+            if isinstance(node, ast.Call) and isinstance(node.func, (ast.Attribute, ast.Name)) and node.args and \
+                    (getattr(node.func, "attr", None) or getattr(node.func, "id", None)) == callee:
+                found.append(_upcast(node.args[0], env))
+    return bool(found) and all(found)
+
+
+def _upcast(node: ast.AST, env: dict[str, ast.AST], depth: int = 0) -> bool:
+    if depth > 16:
+        return False
+    if isinstance(node, ast.Name) and node.id in env:
+        return _upcast(env[node.id], env, depth + 1)
+    if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)):
+        return False
+    name = node.func.attr
+    if name == "float":
+        return True
+    if name == "log_softmax":  # nll_loss(log_softmax(x.float())): the cast is inside
+        inner = node.func.value if not node.args or _dotted(node.func.value) not in _NAMESPACES else node.args[0]
+        return _upcast(inner, env, depth + 1)
+    if name == "to":
+        targets = list(node.args) + [k.value for k in node.keywords if k.arg == "dtype"]
+        for t in targets:
+            text = ast.unparse(t).replace(" ", "")
+            if text in _FLOAT32 or (text.startswith("torch.promote_types(") and text.endswith(",torch.float32)")):
+                return True
+    if name in _CASTS or name in _RESHAPES:
+        return _upcast(node.func.value, env, depth + 1)
+    return False
+
+
+def _embedding_module(name: str, call: ast.Call) -> Submodule:
+    """``nn.Embedding(num, dim, padding_idx=p)``: its ``padding_idx`` when a literal (else none known)."""
+    pad = None
+    for kw in call.keywords:
+        if kw.arg == "padding_idx":
+            try:
+                pad = ast.literal_eval(kw.value)
+            except (ValueError, SyntaxError, TypeError):
+                pad = None
+    if len(call.args) >= 3:
+        try:
+            pad = ast.literal_eval(call.args[2])
+        except (ValueError, SyntaxError, TypeError):
+            pad = None
+    return Submodule(name, "Embedding", has_bias=False, padding_idx=pad if isinstance(pad, int) else None)
