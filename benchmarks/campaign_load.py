@@ -194,13 +194,13 @@ def check_store(out: Path, kinds: dict[str, str]) -> dict:
 
 def table(results: list[dict], jobs: int, faulty: float) -> str:
     lines = [f"{jobs} jobs, {faulty:.0%} of candidates faulty", "",
-             "| backend | workers | jobs | finished | with verdict | lost | stored twice | retried | wall s | "
-             "jobs/hour | driver peak RSS MB |", "|---|---|---|---|---|---|---|---|---|---|---|"]
+             ("| backend | workers | jobs | finished | with verdict | lost | stored twice | retried | wall s | "
+              "jobs/hour | driver peak RSS MB |"), "|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in results:
         c = r["check"]
         finished = c["statuses"].get("done", 0) + c["statuses"].get("failed", 0)
-        lines.append(f"| {r['backend']} | {r['workers']} | {c['jobs']} | {finished} | {c['jobs'] - len(c['without_verdict'])} "
-                     f"| {c['jobs'] - finished} | {len(c['solve_not_once'])} | {len(c['tried_more_than_once'])} "
+        lines.append(f"| {r['backend']} | {r['workers']} | {c['jobs']} | {finished} "
+                     f"| {c['jobs'] - len(c['without_verdict'])} | {c['jobs'] - finished} | {len(c['solve_not_once'])} | {len(c['tried_more_than_once'])} "
                      f"| {r['wall_s']} | {r['jobs_per_hour']} | {r['driver_peak_rss_mb']} |")
     lines += ["", "| fault | verdicts (" + " / ".join(r["backend"] for r in results) + ") |", "|---|---|"]
     kinds = sorted({k for r in results for k in r["check"]["verdicts_by_kind"]})

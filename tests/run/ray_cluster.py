@@ -70,9 +70,9 @@ class LocalCluster:
         temp.mkdir(parents=True)
         cwd.mkdir(parents=True)
         log = self.root / f"{name}.log"
-        ray = [sys.executable, "-c", "import sys; from ray.scripts.scripts import main; sys.exit(main())", "start", "--block", "--num-cpus", str(cpus),
-               "--num-gpus", "0", "--temp-dir", str(temp), "--node-ip-address", "127.0.0.1",
-               "--disable-usage-stats"]
+        ray = [sys.executable, "-c", "import sys; from ray.scripts.scripts import main; sys.exit(main())",
+               "start", "--block", "--num-cpus", str(cpus), "--num-gpus", "0", "--temp-dir", str(temp),
+               "--node-ip-address", "127.0.0.1", "--disable-usage-stats"]
         ray += ["--head", "--port", str(self.port), "--include-dashboard", "false"] if head else \
             ["--address", self.address]
         with open(log, "wb") as out:

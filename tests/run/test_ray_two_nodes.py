@@ -66,7 +66,7 @@ def test_a_node_killed_at_half_loses_no_job(recorded, tmp_path):
 
     cluster = start_cluster((2, 1))
     try:
-        head, node_b = cluster.nodes
+        _, node_b = cluster.nodes
         b_id = node_b.node_id()[:8]
         out = tmp_path / "ray"
         driver = subprocess.Popen([sys.executable, "-m", "kernellab.cli.main",
@@ -109,3 +109,42 @@ def test_a_node_killed_at_half_loses_no_job(recorded, tmp_path):
         nodes = {j.worker.split("@", 1)[1] for j in jobs.values()}
     assert len(nodes) == 2  # both nodes ran jobs
     assert "report: kernellab report" in stdout
+
+
+@pytest.mark.timeout(900)
+def test_a_driver_killed_with_sigkill_resumes_without_repeating_what_was_stored(recorded, tmp_path):
+    sys.path.insert(0, str(Path(__file__).parent))
+    from ray_cluster import cluster_env, start_cluster
+
+    cluster = start_cluster((2,))
+    try:
+        out = tmp_path / "ray"
+        args = campaign(recorded, out, "--backend", "ray", "--address", cluster.address)
+        driver = subprocess.Popen([sys.executable, "-m", "kernellab.cli.main", *args], stdout=subprocess.DEVNULL,
+                                  stderr=subprocess.DEVNULL, env=cluster_env(), cwd=tmp_path)
+        stored: dict[int, dict] = {}
+        deadline = time.monotonic() + 600
+        while driver.poll() is None and time.monotonic() < deadline:
+            jobs = read_jobs(out / "results.sqlite")
+            if sum(j["status"] == "done" for j in jobs) >= 2:
+                driver.kill()
+                driver.wait()
+                break
+            time.sleep(0.1)
+        assert driver.returncode == -9, "the campaign ended before the kill"
+        stored = {j["id"]: j for j in read_jobs(out / "results.sqlite") if j["status"] == "done"}
+        assert 2 <= len(stored) < 6
+        resumed = subprocess.run([sys.executable, "-m", "kernellab.cli.main", *args, "--resume"], check=False,
+                                 capture_output=True,
+                                 text=True, env=cluster_env(), cwd=tmp_path, timeout=600)
+    finally:
+        cluster.stop()
+    assert resumed.returncode == 0, resumed.stderr
+    result = verdicts(out)
+    assert all(status == "done" for status, *_ in result.values()) and len(result) == 6
+    for key, (_, status, correct, _) in result.items():
+        assert (status, correct) == (("passed", True) if key.startswith("elementwise/relu|") else ("failed", False))
+    with Store.open(out, create=False) as store:
+        for job in store.jobs():
+            if job.id in stored:  # finished before the kill: never run again
+                assert job.tries == 1 and job.finished == stored[job.id]["finished"], job.key

@@ -24,7 +24,7 @@ WORKER_LOST = "worker_lost"  # the event the Ray backend records for a try whose
 _REASONS = (
     (re.compile(r"killed by (SIG[A-Z0-9]+)"), lambda m: f"killed by {m.group(1)}"),
     (re.compile(r"exited early"), lambda m: "exited early"),
-    (re.compile(r"out of memory|can't allocate memory|OutOfMemory", re.I), lambda m: "out of memory"),
+    (re.compile(r"out of memory|can't allocate memory|OutOfMemory", re.IGNORECASE), lambda m: "out of memory"),
     (re.compile(r"no answer within"), lambda m: "hang"),
     (re.compile(r"^([A-Za-z_][A-Za-z0-9_.]*)(?::|\s*\()"), lambda m: m.group(1)),
 )

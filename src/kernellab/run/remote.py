@@ -21,7 +21,13 @@ from pathlib import Path
 from typing import Any
 
 from kernellab.run.job import SolveEnd, run_solve
-from kernellab.run.payload import JobPayload, JobReturn, materialize_task, pack_bytes, unpack_bytes
+from kernellab.run.payload import (
+    JobPayload,
+    JobReturn,
+    materialize_task,
+    pack_bytes,
+    unpack_bytes,
+)
 from kernellab.run.scheduler import EvaluationGate, GpuLock
 
 log = logging.getLogger(__name__)

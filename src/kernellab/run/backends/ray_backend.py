@@ -239,7 +239,13 @@ class _Driver:
         log.info("ray worker %s is up on %s (gpu %s)", slot.name, slot.node, slot.gpu)
 
     def _dispatch(self, slot: _Slot) -> None:
-        from kernellab.run.job import SolveEnd, _finished_solve, _started_solve, job_dir, record_solve
+        from kernellab.run.job import (
+            SolveEnd,
+            _finished_solve,
+            _started_solve,
+            job_dir,
+            record_solve,
+        )
         from kernellab.run.payload import JobPayload, pack_bytes
 
         while True:
