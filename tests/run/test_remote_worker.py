@@ -29,9 +29,10 @@ def test_a_job_runs_from_bytes_alone_and_is_recorded_by_the_driver(recorded, tmp
     job = store.claim_next_job("w0@elsewhere", run_id=run.id)
     options, shipped = shipped_options(registered()["replay"], spec.options_for("replay"))
     assert options == {} and set(shipped) == {"kernels"}
-    payload = JobPayload(job.id, job.key, job_dir(run_dir, job).name, "replay", 0, spec, TaskBundle.of(str(task)),
+    payload = JobPayload(job.id, job_dir(run_dir, job).name, "replay", 0, spec, TaskBundle.of(str(task)),
                          shipped, True)
-    # what travels names no driver path but the spec's own record of the campaign (its task list, the option text)
+    # what travels names no path of the driver's, but for the spec's record of the campaign (its task list, the
+    # options as given), which the worker does not read as paths
     wire = pickle.dumps(dataclasses_without_spec(payload))
     assert str(driver).encode() not in wire
 

@@ -76,7 +76,6 @@ class JobPayload:
     references, shared by many jobs (the worker's ``resolve`` fetches them)."""
 
     job_id: int
-    key: str
     dir_name: str  # the job's folder name under RUN_DIR/jobs, and on the worker
     agent: str
     seed: int

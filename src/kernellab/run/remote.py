@@ -82,7 +82,7 @@ class NodeWorker:
             solve = pack_bytes(out) if out.exists() else None
         finally:
             shutil.rmtree(out, ignore_errors=True)
-        log.info("job %s (%s) try %s: %s", payload.job_id, payload.key, payload.attempt, end.status)
+        log.info("job %s (%s) try %s: %s", payload.job_id, payload.dir_name, payload.attempt, end.status)
         return JobReturn(payload.job_id, end.status, end.error, solve, self.node, self.gpu,
                          time.monotonic() - started)
 

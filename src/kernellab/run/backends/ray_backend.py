@@ -47,6 +47,7 @@ log = logging.getLogger(__name__)
 MAX_TRIES = 3  # a job whose worker was lost this many times is failed
 HEARTBEAT_S = 5.0  # the driver beats the heartbeat of the jobs in flight this often
 NO_WORKER_S = 300.0  # with jobs left and no worker up for this long, the campaign stops (exit 1)
+MAX_REPLACEMENTS_PER_SLOT = 5  # lost workers replaced, per slot, before the campaign goes on without
 
 
 def import_ray() -> Any:
@@ -260,7 +261,7 @@ class _Driver:
             record_solve(self.store, job, out, SolveEnd(finished))  # unpacked before the driver died
         previous = pack_bytes(out) if _started_solve(out) else None
         try:
-            payload = JobPayload(job.id, job.key, out.name, job.agent, job.seed, self.spec_ref, self._task(job.task_id),
+            payload = JobPayload(job.id, out.name, job.agent, job.seed, self.spec_ref, self._task(job.task_id),
                                  self._shipped(job.agent), self.b.interpret, previous, job.tries)
         except Exception as exc:  # noqa: BLE001 — files of the driver that cannot be packed: the job's error
             record_solve(self.store, job, out, SolveEnd("error", f"{type(exc).__name__}: {exc}"))
@@ -320,6 +321,9 @@ class _Driver:
         self.status[slot.name] = 1
         self._kill(slot)
         self.slots.remove(slot)
+        if self.generation >= MAX_REPLACEMENTS_PER_SLOT * len(self.b.slots):
+            log.warning("%s Ray workers were lost: %s is not replaced", self.generation, slot.name)
+            return
         self.generation += 1
         self._start(f"{slot.name.split('.')[0]}.{self.generation}")
 
