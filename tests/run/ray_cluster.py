@@ -47,12 +47,48 @@ class Node:
         return None
 
     def kill(self) -> None:
-        """SIGKILL to the node's session: its raylet, its workers and the ``ray start`` process."""
+        """SIGKILL to everything of the node at once: its session (the ``ray start`` process, the
+        raylet), its Ray workers (their command lines name the node's temporary folder; Ray starts
+        them in sessions of their own) and every process under those (a worker's solve)."""
+        doomed = _descendants({self.proc.pid} | _processes_naming(str(self.temp_dir)))
         try:
             os.killpg(self.proc.pid, signal.SIGKILL)
         except ProcessLookupError:
             pass
+        for pid in doomed:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
         self.proc.wait(timeout=30)
+
+
+def _processes_naming(text: str) -> set[int]:
+    found = set()
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if text.encode() in (entry / "cmdline").read_bytes():
+                    found.add(int(entry.name))
+            except OSError:
+                pass
+    return found
+
+
+def _descendants(roots: set[int]) -> set[int]:
+    parents: dict[int, int] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                parents[int(entry.name)] = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                pass
+    out, grew = set(roots), True
+    while grew:
+        more = {pid for pid, parent in parents.items() if parent in out and pid not in out}
+        out |= more
+        grew = bool(more)
+    return out
 
 
 @dataclass

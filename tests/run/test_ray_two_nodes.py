@@ -12,6 +12,7 @@ import sqlite3
 import subprocess
 import sys
 import time
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -78,11 +79,14 @@ def test_a_node_killed_at_half_loses_no_job(recorded, tmp_path):
         while driver.poll() is None and time.monotonic() < deadline:
             jobs = read_jobs(out / "results.sqlite")
             done = sum(j["status"] in ("done", "failed") for j in jobs)
-            on_b = [j for j in jobs if j["status"] == "running" and (j["worker"] or "").endswith(b_id)]
+            # a job that started on B within the last second: it is still running when the kill lands
+            fresh = (datetime.now(UTC) - timedelta(seconds=1)).isoformat(timespec="microseconds")
+            on_b = [j for j in jobs if j["status"] == "running" and (j["worker"] or "").endswith(b_id)
+                    and (j["started"] or "") > fresh]
             if killed_with is None and jobs and done >= len(jobs) // 2 and on_b:
                 node_b.kill()
                 killed_with = {"done": done, "on_b": [j["id"] for j in on_b]}
-            time.sleep(0.2)
+            time.sleep(0.1)
         stdout, stderr = driver.communicate(timeout=60)
     finally:
         cluster.stop()
