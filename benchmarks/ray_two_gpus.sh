@@ -17,7 +17,7 @@ COMMON=(run --tasks "$TASKS" --agent search --agent-option search:screen=false -
         --eval-option timing_budget_s=0.3 --eval-option dtypes=one)
 
 # 1. the local backend, both GPUs
-( time timeout 150 python -m kernellab.cli.main "${COMMON[@]}" --gpus 0,1 --out runs/ray-local ) \
+( time timeout 130 python -m kernellab.cli.main "${COMMON[@]}" --gpus 0,1 --out runs/ray-local ) \
     > "$OUT/local.log" 2>&1; echo "local exit $?" | tee -a "$OUT/summary.txt"
 
 # 2. a one-node Ray cluster with both GPUs; one worker SIGKILLed at a third of the jobs
@@ -28,12 +28,12 @@ setsid python -c "import sys; from ray.scripts.scripts import main; sys.exit(mai
     --include-dashboard false --disable-usage-stats > "$OUT/ray_head.log" 2>&1 &
 HEAD=$!
 for i in $(seq 60); do grep -q "Ray runtime started" "$OUT/ray_head.log" && break; sleep 1; done
-( time timeout 200 python -m kernellab.cli.main "${COMMON[@]}" --backend ray --address "127.0.0.1:$PORT" \
+( time timeout 170 python -m kernellab.cli.main "${COMMON[@]}" --backend ray --address "127.0.0.1:$PORT" \
     --out runs/ray-gpu ) > "$OUT/ray.log" 2>&1 &
 DRIVER=$!
 python - > "$OUT/kill.json" 2>&1 <<'EOF'
 import json, os, signal, sqlite3, subprocess, time
-db, deadline, killed = "runs/ray-gpu/results.sqlite", time.monotonic() + 200, None
+db, deadline, killed = "runs/ray-gpu/results.sqlite", time.monotonic() + 170, None
 while time.monotonic() < deadline and killed is None:
     time.sleep(0.3)
     try:
