@@ -79,3 +79,35 @@ def test_a_suite_task_keeps_its_id_where_it_is_unpacked(tmp_path):
     assert task.id == ref and tmp_path in task.root.parents
     assert (task.root / "reference.py").read_bytes() == (Path(__file__).parents[2] / "src/kernellab/tasks/suite"
                                                          / ref / "reference.py").read_bytes()
+
+
+def test_a_remote_worker_on_a_gpu_takes_that_gpus_lock_for_timings(tmp_path, monkeypatch):
+    """A worker of the Ray backend keeps the per-GPU rules of its node: its GPU's lock file (by index,
+    in the node's lock folder) is what every timing of its process holds exclusively."""
+    import fcntl
+
+    from kernellab.evaluate import gpu_sharing
+
+    monkeypatch.setenv("KERNELLAB_LOCK_DIR", str(tmp_path / "locks"))
+
+    def free(index: int) -> bool:  # what another process would see: a second open file of the lock
+        fd = os.open(tmp_path / "locks" / f"gpu-{index}.lock", os.O_RDWR | os.O_CREAT)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return True
+        except BlockingIOError:
+            return False
+        finally:
+            os.close(fd)
+
+    worker = NodeWorker(interpret=False, gpu=1, node="n", scratch=tmp_path / "scratch")
+    try:
+        assert worker.where()["gpu"] == 1 and worker.lock.path == tmp_path / "locks" / "gpu-1.lock"
+        assert gpu_sharing.has_guards()
+        with gpu_sharing.exclusive():
+            assert not free(1) and free(0)
+        assert free(1)
+    finally:
+        worker.close()
+        gpu_sharing.set_guards(None)
+    assert NodeWorker(interpret=True, gpu=1, scratch=tmp_path / "s2").lock is None
