@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
-from kernellab.report.fleet import campaign_fleet, failure_kind, fleet, fleet_markdown, fleet_rows
+from kernellab.report.fleet import (
+    campaign_fleet,
+    failure_kind,
+    fleet,
+    fleet_markdown,
+    fleet_rows,
+)
 from kernellab.score.store import Store
 from kernellab.score.store_records import JobSpec
 
