@@ -17,14 +17,17 @@ import json
 from typing import Any
 
 from kernellab.report.compare import CompareReport
+from kernellab.report.fleet import campaign_fleet
 from kernellab.report.leaderboard import CRITERIA, Leaderboard
 from kernellab.report.model import REPORT_SCHEMA, RunReport
 from kernellab.score.jsonable import json_ready
 
 
 def run_document(report: RunReport) -> dict[str, Any]:
+    fleet = campaign_fleet(report.run_dir)  # a campaign's nodes, rate and failures by kind
     return json_ready({"schema": REPORT_SCHEMA, "report": "run", "run": report.meta(), "summary": report.summary,
-                       "breakdowns": report.breakdowns, "tasks": [row.to_dict() for row in report.rows]})
+                       "breakdowns": report.breakdowns, "tasks": [row.to_dict() for row in report.rows],
+                       **({"fleet": fleet.to_dict()} if fleet is not None else {})})
 
 
 def compare_document(cmp: CompareReport) -> dict[str, Any]:

@@ -7,6 +7,7 @@ from kernellab import __version__
 from kernellab.report import compare, leaderboard, tables
 from kernellab.report.compare import CompareReport
 from kernellab.report.figures import run_figures
+from kernellab.report.fleet import fleet_markdown
 from kernellab.report.leaderboard import Leaderboard
 from kernellab.report.model import RunReport
 from kernellab.report.tables import Table
@@ -56,6 +57,7 @@ def render_markdown(report: RunReport) -> str:
              md_table(tables.category_table(report)), md_table(tables.kind_table(report))]
     parts += [md_table(f.table) for f in run_figures(report) if f.table is not None]
     parts.append(md_table(tables.task_table(report)))
+    parts.append(fleet_markdown(report.run_dir))  # a campaign's nodes, rate and failures by kind
     parts.append(f"_Made by kernellab {__version__}; formulas in docs/scoring.md._\n")
     return "\n".join(parts)
 

@@ -2,6 +2,7 @@
 
 ``campaign`` (spec, task selection, the store), ``job`` (one job: solve + copy into the campaign
 store), ``worker`` (the claim loop), ``scheduler`` (slots, the per-GPU lock, finalists),
-``backends`` (local processes, Ray), ``progress`` (the live standing), ``orchestrator``
+``backends`` (local processes, Ray), ``payload`` and ``remote`` (a job as bytes, run where
+the store is not), ``progress`` (the live standing), ``orchestrator``
 (``run_campaign``). docs/run.md.
 """

@@ -31,7 +31,7 @@ SPEC_KEYS = ("tasks", "agents", "agent_options", "seeds", "strategy", "strategy_
              "eval_options")
 # --eval-option: what a campaign may change in every job's evaluation (its verdicts are judged alike), by type
 EVAL_OPTION_TYPES = {"compile_baseline": bool, "time_holdout": bool, "timing_budget_s": float,
-                     "dtypes": ("one", "all")}
+                     "dtypes": ("one", "all"), "request_timeout_s": float}
 
 
 class CampaignError(TaskError):

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 import shutil
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -44,46 +44,69 @@ def execute_job(store: Store, job: JobRecord, spec: CampaignSpec, *, interpret: 
     """Run ``job`` to its end and record it in ``store`` (the campaign's). Ctrl-C puts it back to pending,
     and so does a failure once ``stopping()`` says a stop was asked for: the signal reaches the solve's
     own processes too (its evaluation children, an agent's CLI), and what fails then is not the job's."""
+    out = job_dir(store.run_dir, job)
+    end = run_solve(job.task_id, job.agent, job.seed, spec, out, interpret=interpret, progress=progress,
+                    stopping=stopping)
+    return record_solve(store, job, out, end)
+
+
+@dataclass(frozen=True)
+class SolveEnd:
+    """How a job's solve ended, before anything is recorded in the campaign's store."""
+
+    status: str  # a solve status, "error" (the solve raised) or "interrupted"
+    error: str | None = None
+
+
+def run_solve(task: Any, agent: str, seed: int, spec: CampaignSpec, out: Path, *, interpret: bool,
+              progress: Callable[[Any], None] | None = None, stopping: Callable[[], bool] = lambda: False,
+              agent_options: Mapping[str, Any] | None = None) -> SolveEnd:
+    """Run (or continue, or find finished) the solve of one job in ``out``; records nothing outside
+    ``out``, so it runs the same on the machine that holds the campaign's store and on one that does
+    not. ``task``: a suite id, a path or a ``Task``; ``agent_options``: the agent's (default: the spec's)."""
     from kernellab.agents.solve import solve
     from kernellab.evaluate.options import EvalOptions
 
-    out = job_dir(store.run_dir, job)
     finished = _finished_solve(out)
-    if finished is None:
-        started = _started_solve(out)
-        if out.exists() and not started:
-            shutil.rmtree(out)  # killed before its solve recorded anything: start it afresh
-        try:
-            result = solve(job.task_id, job.agent, spec.options_for(job.agent), spec.strategy,
-                           dict(spec.strategy_options), spec.budget, out, confine=spec.confine, progress=progress,
-                           eval_options=EvalOptions(device="cpu" if interpret else "cuda",
-                                                    **spec.evaluation_overrides()), seed=job.seed,
-                           resume=started)
-        except KeyboardInterrupt:
-            store.requeue(job)
-            return JobOutcome("interrupted", None)
-        except Exception as exc:  # noqa: BLE001 — any failure of a solve is the job's, recorded
-            if stopping():
-                log.info("job %s (%s) ended by the stop (%s: %s); pending again", job.id, job.key,
-                         type(exc).__name__, exc)
-                store.requeue(job)
-                return JobOutcome("interrupted", None)
-            error = f"{type(exc).__name__}: {exc}"
-            log.warning("job %s (%s) failed: %s", job.id, job.key, error)
-            with store.transaction():
-                _copy_solve(store, job, out)
-                store.finish_job(job, "failed", error)
-            return JobOutcome("error", "failed", error)
-        if result.interrupted or (stopping() and result.status not in SCORED):
-            store.requeue(job)
-            return JobOutcome("interrupted", None)
-        status = result.status
-    else:
-        status = finished
+    if finished is not None:
+        return SolveEnd(finished)
+    started = _started_solve(out)
+    if out.exists() and not started:
+        shutil.rmtree(out)  # killed before its solve recorded anything: start it afresh
+    options = spec.options_for(agent) if agent_options is None else dict(agent_options)
+    try:
+        result = solve(task, agent, options, spec.strategy, dict(spec.strategy_options), spec.budget, out,
+                       confine=spec.confine, progress=progress,
+                       eval_options=EvalOptions(device="cpu" if interpret else "cuda",
+                                                **spec.evaluation_overrides()), seed=seed, resume=started)
+    except KeyboardInterrupt:
+        return SolveEnd("interrupted")
+    except Exception as exc:  # noqa: BLE001 — any failure of a solve is the job's, recorded
+        if stopping():
+            log.info("solve in %s ended by the stop (%s: %s)", out.name, type(exc).__name__, exc)
+            return SolveEnd("interrupted")
+        return SolveEnd("error", f"{type(exc).__name__}: {exc}")
+    if result.interrupted or (stopping() and result.status not in SCORED):
+        return SolveEnd("interrupted")
+    return SolveEnd(result.status)
+
+
+def record_solve(store: Store, job: JobRecord, out: Path, end: SolveEnd) -> JobOutcome:
+    """Record a job's ended solve (its folder ``out`` under the campaign's ``jobs/``) in the campaign's
+    store: copied and finished in one transaction, or, interrupted, put back to pending."""
+    if end.status == "interrupted":
+        store.requeue(job)
+        return JobOutcome("interrupted", None)
+    if end.status == "error":
+        log.warning("job %s (%s) failed: %s", job.id, job.key, end.error)
+        with store.transaction():
+            _copy_solve(store, job, out)
+            store.finish_job(job, "failed", end.error)
+        return JobOutcome("error", "failed", end.error)
     with store.transaction():
         _copy_solve(store, job, out)
         store.finish_job(job, "done")
-    return JobOutcome(status, "done")
+    return JobOutcome(end.status, "done")
 
 
 def _started_solve(out: Path) -> bool:

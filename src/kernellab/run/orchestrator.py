@@ -1,7 +1,8 @@
 """``run_campaign``: open (or resume) the campaign's store, start the backend's workers, show the
 progress, re-time the finalists on a GPU, and say how it ended.
 
-The orchestrator holds no job itself: workers claim jobs from the store atomically, so killing the
+The orchestrator holds no job itself: local workers claim jobs from the store atomically (the Ray
+backend claims them here, for its workers, under this process's host and pid), so killing the
 orchestrator (even with SIGKILL) loses nothing — its workers end with it, and ``--resume`` puts their
 running jobs back to pending and goes on; finished jobs are never run again.
 """

@@ -13,6 +13,7 @@ from rich.panel import Panel
 from rich.table import Table
 
 from kernellab.report.cells import plural
+from kernellab.report.fleet import fleet, fleet_rows
 from kernellab.score.from_store import scoring_attempt
 from kernellab.score.store import Store
 
@@ -110,6 +111,7 @@ class CampaignProgress:
         self.seen = {f.job_id for f in first.finished}
         self.last = first
         self.live: Live | None = None
+        self.fleet_at, self.fleet_rows = 0.0, fleet_rows(fleet(store, run_id))
 
     def __enter__(self) -> Self:
         if self.console.is_terminal:
@@ -124,6 +126,9 @@ class CampaignProgress:
         self.tick()
         if self.live is not None:
             self.live.__exit__(None, None, None)
+        else:
+            self.fleet_rows = fleet_rows(fleet(self.store, self.run_id))
+            self.console.print(" · ".join(f"{k}: {v}" for k, v in self.fleet_rows), markup=False, highlight=False)
 
     def tick(self) -> Standing:
         s = standing(self.store, self.run_id, workers=self.workers)
@@ -133,6 +138,8 @@ class CampaignProgress:
                 self.seen.add(f.job_id)
                 self.console.print(job_line(f, len(self.seen), s.total), markup=False, highlight=False)
         self.last = s
+        if self.live is not None and time.monotonic() - self.fleet_at > 5:  # per node, rate, failures by kind
+            self.fleet_at, self.fleet_rows = time.monotonic(), fleet_rows(fleet(self.store, self.run_id))
         if self.live is not None:
             self.live.update(self.render())
         return s
@@ -148,6 +155,8 @@ class CampaignProgress:
         top = sorted(s.best.items(), key=lambda kv: -kv[1])[:5]
         grid.add_row("best", " · ".join(f"{t} x{v:.2f}" for t, v in top) or "—")
         grid.add_row("eta", format_eta(s.eta_s))
+        for label, text in self.fleet_rows:
+            grid.add_row(label, text)
         return Panel(Group(grid), title=f"run {self.title}")
 
 

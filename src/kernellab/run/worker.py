@@ -1,7 +1,8 @@
 """A campaign worker: claim a job, run it, record it, until none is left.
 
 ``python -m kernellab.run.worker RUN_DIR --name w0 [--gpu 0 [--lock-scope timing] | --interpret]`` — started by the local
-backend (one process per slot, ``CUDA_VISIBLE_DEVICES`` naming its GPU) or run inside a Ray task.
+backend (one process per slot, ``CUDA_VISIBLE_DEVICES`` naming its GPU). The Ray backend's workers hold
+no store (``remote``).
 SIGINT or SIGTERM ends the job in hand cleanly (the solve records what it did and the job goes back
 to pending) and stops the worker. A thread beats the job's heartbeat, and, when asked to watch a
 parent, ends the worker if that parent dies (a killed orchestrator leaves no worker behind; its jobs

@@ -33,6 +33,7 @@ _ITERATION = re.compile(r"^iter_(\d+)(.*)\.py$")
 @register("replay")
 class ReplayAgent(Agent):
     uses_llm = False
+    path_options = ("kernels",)  # names files of the machine that starts a campaign: sent to its workers
 
     def __init__(self, kernels: str | Path | None = None, **unknown: Any):
         if unknown:
