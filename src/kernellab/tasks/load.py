@@ -146,8 +146,8 @@ def _load_task_folder(folder: Path) -> Task:
     if "dtypes" in meta and not dtypes:
         raise TaskError(f"{where}: dtypes is empty")
     _check_names(meta, forward_arguments(source, ref), source, where)
-    seen = {c.values for c in configs if c.visibility is Visibility.SEEN}
-    overlap = [c.label for c in configs if c.visibility is Visibility.HOLDOUT and c.values in seen]
+    seen = {repr(c.values) for c in configs if c.visibility is Visibility.SEEN}  # repr: list values are unhashable
+    overlap = [c.label for c in configs if c.visibility is Visibility.HOLDOUT and repr(c.values) in seen]
     if overlap:
         raise TaskError(f"{where}: holdout config {overlap[0]} is also a seen config")
     return Task(

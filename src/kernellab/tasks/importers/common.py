@@ -259,8 +259,9 @@ def cuda_on_cpu() -> Iterator[None]:
     saved = torch.cuda.synchronize, torch.Generator
     real_generator = torch.Generator
 
-    def generator(device="cpu"):
-        return real_generator(device="cpu" if "cuda" in str(device) else device)
+    class generator(real_generator):  # a class: torch's own annotations write ``torch.Generator | None``
+        def __new__(cls, device="cpu"):
+            return real_generator(device="cpu" if "cuda" in str(device) else device)
 
     torch.cuda.synchronize = lambda *a, **k: None
     torch.Generator = generator  # type: ignore[assignment,misc]
