@@ -293,6 +293,20 @@ def _call(fn, params, static, tensors):
         # everything before *args goes by position
         before = [n for n, k in params[:[k for _, k in params].index("var_positional")]]
         positional = positional + [keywords.pop(n) for n in before if n in keywords]
-        return fn(*positional, *variadic, **keywords)
-    return fn(*positional, **keywords)
+        return _as_tensors(fn(*positional, *variadic, **keywords))
+    return _as_tensors(fn(*positional, **keywords))
+
+
+def _as_tensors(result):
+    """A Python number the suite's function returns (``.item()``) as the 0-d tensor kernellab compares:
+    float64 for a float, int64 for an int, bool for a bool; candidates return the same."""
+    if isinstance(result, (tuple, list)):
+        return type(result)(_as_tensors(r) for r in result)
+    if isinstance(result, bool):
+        return torch.tensor(result, dtype=torch.bool)
+    if isinstance(result, int):
+        return torch.tensor(result, dtype=torch.int64)
+    if isinstance(result, float):
+        return torch.tensor(result, dtype=torch.float64)
+    return result
 '''
