@@ -282,9 +282,31 @@ def numel_of(values: list[Any]) -> int:
     return sum(v.numel() for v in values if isinstance(v, torch.Tensor))
 
 
-def run_guarded(fn: Callable[[], Any]) -> tuple[Any, str | None]:
-    """``fn()``, or its failure as one line."""
+CHECK_SECONDS = 60  # one run of suite code while importing (a Python-loop reference on the CPU can take hours)
+
+
+class _TimeLimit(Exception):
+    pass
+
+
+def run_guarded(fn: Callable[[], Any], seconds: int = CHECK_SECONDS) -> tuple[Any, str | None]:
+    """``fn()``, or its failure as one line; stopped after ``seconds`` (main thread: SIGALRM)."""
+    import signal
+    import threading
+
+    limited = threading.current_thread() is threading.main_thread()
+    if limited:
+        def alarm(*_):
+            raise _TimeLimit()
+        previous = signal.signal(signal.SIGALRM, alarm)
+        signal.alarm(seconds)
     try:
         return fn(), None
+    except _TimeLimit:
+        return None, f"took longer than {seconds} s on the CPU"
     except Exception as exc:  # noqa: BLE001 - suite code: any failure is a reason to skip, in one line
         return None, f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"[:300]
+    finally:
+        if limited:
+            signal.alarm(0)
+            signal.signal(signal.SIGALRM, previous)
