@@ -214,11 +214,19 @@ def substitute(case: dict[str, Any], sizes: dict[int, int]) -> dict[str, Any] | 
     """The case with sizes replaced (tensor dims, and integer arguments equal to a replaced size, in
     lists too); None when a tensor with exact values would change shape."""
     tensors = {}
+    all_sizes = set(case_sizes(case))
     for name, t in case["tensors"].items():
         shape = [sizes.get(d, d) for d in t["shape"]]
         if shape != t["shape"] and t["kind"] == "exact":
             return None
         tensors[name] = {**t, "shape": shape}
+        if t["kind"] == "int" and t["lo"] >= 0:
+            # an index tensor: its range follows the tightest dimension it can index
+            indexed = [d for d in all_sizes if d >= t["hi"] + 1]
+            if indexed and min(indexed) in sizes:
+                d0 = min(indexed)
+                hi = sizes[d0] - 1 if t["hi"] + 1 == d0 else min(t["hi"], sizes[d0] - 1)
+                tensors[name]["hi"] = max(hi, t["lo"])
 
     def sub(v: Any) -> Any:
         if isinstance(v, bool) or not isinstance(v, (int, list, tuple)):
