@@ -88,6 +88,17 @@ def kbx_checkout(root: Path) -> Path:
 
         scale_inplace(torch.randn(32, 64, device="cuda"), 3.0)
     """)
+    write(root / "data" / "kernelbenchx" / "LinearAlgebra" / "plain_solve.py", f"""
+        import torch
+
+        def plain_solve(a, b):
+            return torch.linalg.solve(a, b)
+
+        {SEP}
+
+        plain_solve(torch.randn(48, 48, device="cuda") + 8 * torch.eye(48, device="cuda"),
+                    torch.randn(48, 4, device="cuda"))
+    """)
     write(root / "data" / "kernelbenchx" / "Random" / "noisy.py", f"""
         import torch
 
@@ -130,7 +141,8 @@ def test_kernelbench_x_import(tmp_path):
     summary = import_suite("kernelbench-x", checkout, tmp_path / "out")
     imported = {i.source: i for i in summary.imported}
     skipped = {s.source: s.reason for s in summary.skipped}
-    assert set(imported) == {"Math/weighted_sum.py", "LinearAlgebra/spd_solve.py", "Math/scale_inplace.py"}
+    assert set(imported) == {"Math/weighted_sum.py", "LinearAlgebra/spd_solve.py", "Math/scale_inplace.py",
+                             "LinearAlgebra/plain_solve.py"}
     assert skipped["Random/noisy.py"].startswith("random op")
     assert skipped["Math/broken.py"].startswith("the test harness fails on the CPU: RuntimeError")
 
@@ -173,6 +185,19 @@ def test_kernelbench_x_reference_as_candidate_passes_with_its_scalar_output_and_
     with EvalSession(task, options) as session:
         verdict = session.evaluate(tmp_path / "wrong.py")
     assert verdict.status.value == "failed"
+
+
+def test_stability_inputs_the_reference_refuses_are_skipped_not_a_harness_error(tmp_path):
+    checkout = kbx_checkout(tmp_path / "kbx")
+    import_suite("kernelbench-x", checkout, tmp_path / "out", only="plain_solve")
+    task = load_task(tmp_path / "out" / "LinearAlgebra" / "plain_solve")
+    options = EvalOptions(policy=Policy.OFF, stages=frozenset({Stage.LOAD, Stage.SMOKE, Stage.STABILITY}),
+                          device="cpu", work_dir=tmp_path / "work")
+    with EvalSession(task, options) as session:
+        verdict = session.evaluate(task.root / "reference.py")
+    assert verdict.status.value == "passed", verdict.error
+    stability = next(s for s in verdict.stages if s.name is Stage.STABILITY)
+    assert "outside its domain" in stability.skipped and "constant_rows" in stability.skipped
 
 
 def test_derived_holdout_rule():
