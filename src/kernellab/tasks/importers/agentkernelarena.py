@@ -233,7 +233,7 @@ def convert_triton(folder: Path, rel: str, meta: dict[str, Any]) -> tuple[TaskFi
         elif base in names:
             mutated.append((base, want))
         else:
-            return None, f"correctness check reads {base!r}, neither the kernel's result nor its argument"
+            return None, f"correctness check reads a value neither the kernel's result nor its argument: {base!r}"
         keywords = {k.arg: k.value for k in check.keywords}
         exact = check.func.attr == "equal"
         try:

@@ -93,12 +93,17 @@ def write_task(files: TaskFiles, out: Path, summary: ImportSummary, suite: str, 
     """Write the folder, load it back, and record it as imported or (removed again) skipped."""
     from kernellab.tasks.load import load_task
 
+    try:
+        toml_text = to_toml(files.toml)
+    except ValueError as exc:
+        summary.skipped.append(Skipped(files.source, f"a value task.toml cannot hold: {exc}"))
+        return
     folder = out / files.name
     if folder.exists():
         shutil.rmtree(folder)
     folder.mkdir(parents=True)
     (folder / "reference.py").write_text(files.reference)
-    (folder / "task.toml").write_text(to_toml(files.toml))
+    (folder / "task.toml").write_text(toml_text)
     if files.baseline is not None:
         (folder / "baseline.py").write_text(files.baseline)
     (folder / "PROVENANCE.md").write_text(_provenance(files, suite, checkout, summary.commit))
@@ -150,7 +155,7 @@ def _toml_value(value: Any) -> str:
         return "[" + ", ".join(_toml_value(v) for v in value) + "]"
     if isinstance(value, dict):
         return "{ " + ", ".join(f"{_toml_key(k)} = {_toml_value(v)}" for k, v in value.items()) + " }"
-    raise ValueError(f"cannot write {type(value).__name__} to task.toml")
+    raise ValueError(f"cannot write {type(value).__name__} ({value!r}) to task.toml")
 
 
 def _toml_key(key: str) -> str:
