@@ -42,6 +42,7 @@ COMPARE_FUNCS = {"allclose": None, "assert_close": None, "equal": 0.0}
 SHAPE_LIST = re.compile(r"^[A-Z][A-Z0-9_]*$")
 NOISE_CALLS = {"manual_seed", "synchronize", "seed", "empty_cache"}
 T2H_RTOL, T2H_ATOL = 1e-4, 1e-5
+SMALL_ELEMENTS = 1 << 16  # a torch2hip input list this small is also the CPU interpreter's config
 
 
 class Unsliceable(Exception):
@@ -138,7 +139,8 @@ def _slice(runner: str) -> dict[str, Any]:
     if len(loops) != 1:
         raise Unsliceable(f"run_correctness has {len(loops)} top-level loops (one over the shapes expected)")
     loop = loops[0]
-    prelude = [s for s in fn.body[:fn.body.index(loop)] if not isinstance(s, ast.Try) and not _is_noise(s)]
+    prelude = [s for s in fn.body[:fn.body.index(loop)] if not isinstance(s, ast.Try) and not _is_noise(s)
+               and not ({"mod", "load_module"} & (_loaded([s]) | _assigned([s])))]
     iterable, target, index = loop.iter, loop.target, None
     if isinstance(iterable, ast.Call) and getattr(iterable.func, "id", None) == "enumerate":
         iterable = iterable.args[0]
@@ -520,18 +522,22 @@ def get_init_inputs():
 '''
     from kernellab.tasks.module import build_module
 
-    def count():
+    def sizes():
         module = build_module(reference, {}, name="import_check")
         with torch.device("meta"):
-            return sum(1 for _ in module._suite_get_inputs())
+            return [sum(v.numel() for v in inputs if isinstance(v, torch.Tensor)) for inputs in module._suite_get_inputs()]
 
-    n, error = run_guarded(count)
+    numels, error = run_guarded(sizes)
+    n = len(numels or [])
     if not n:
         return None, f"the suite's get_inputs yields nothing here: {error or 'empty'}"
     toml = {"schema": 1, "category": rel.split("/")[1] if rel.count("/") >= 2 else "torch2hip",
             "description": f"AgentKernelArena {rel} (torch2hip reference)", "dtypes": ["float32"],
             "policy": "strict", "outputs": [{"compare": "fixed", "atol": T2H_ATOL, "rtol": T2H_RTOL}],
             "configs": [({"CASE": i}, f"the suite's input list {i}") for i in range(n)]}
+    smallest = min(range(n), key=numels.__getitem__)
+    if numels[smallest] <= SMALL_ELEMENTS:
+        toml["small"] = [({"CASE": smallest}, "the suite's smallest input list")]
     notes = ["the suite's HIP kernel is not evaluated (HIP does not run here)",
              "no derived holdouts: the suite's shapes are built inside its get_inputs generator"]
     return TaskFiles(name=rel.replace("/", "__"), source=rel, reference=reference, toml=toml, notes=notes,
