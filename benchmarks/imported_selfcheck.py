@@ -2,7 +2,7 @@
 suite's own kernels (``baseline.py``) with the task's policy, timed on a GPU.
 
     python benchmarks/imported_selfcheck.py DIR [--sample N] [--what validate,reference,baseline]
-        [--timing] [--cpu-max-elements N] [--budget-s S] [--out results.json]
+        [--timing] [--only TEXT] [--cpu-max-elements N] [--budget-s S] [--out results.json]
 
 DIR is an importer's ``--out`` folder. ``--sample N`` takes every k-th task (sorted by path) so that N
 are checked; ``--budget-s`` stops starting new evaluations after that many seconds. One line per
@@ -37,12 +37,13 @@ def main() -> None:
     parser.add_argument("--device", default=None)
     parser.add_argument("--cpu-max-elements", type=int, default=1 << 16)
     parser.add_argument("--budget-s", type=float, default=0.0)
+    parser.add_argument("--only", default=None, help="only tasks whose folder path contains this")
     parser.add_argument("--out", type=Path, default=Path("imported_selfcheck.json"))
     args = parser.parse_args()
     import torch
 
     device = args.device or ("cuda" if torch.cuda.is_available() else "cpu")
-    folders = sorted(p.parent for p in args.root.rglob("reference.py"))
+    folders = sorted(p.parent for p in args.root.rglob("reference.py") if not args.only or args.only in str(p.parent))
     if args.sample and len(folders) > args.sample:
         step = len(folders) / args.sample
         folders = [folders[int(i * step)] for i in range(args.sample)]
