@@ -182,6 +182,31 @@ def _slice(runner: str) -> dict[str, Any]:
             "reference": reference_stmts, "checks": checks}
 
 
+def _top_level_names(tree: ast.Module) -> set[str]:
+    """Names the runner binds at module level (imports, constants, functions, classes) - not the
+    locals of its functions."""
+    names = set()
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            names.update((a.asname or a.name).split(".")[0] for a in node.names)
+        elif isinstance(node, ast.Assign):
+            names |= {n.id for t in node.targets for n in ast.walk(t) if isinstance(n, ast.Name)}
+    return names
+
+
+def _split_setup(setup: list[ast.stmt], args: list[ast.expr]) -> tuple[list[ast.stmt], list[ast.stmt]]:
+    """(statements the kernel call's arguments depend on, the others), each in order."""
+    wanted = _loaded(args)
+    keep = [False] * len(setup)
+    for i in range(len(setup) - 1, -1, -1):
+        if _assigned([setup[i]]) & wanted:
+            keep[i] = True
+            wanted |= _loaded([setup[i]])
+    return [s for s, k in zip(setup, keep) if k], [s for s, k in zip(setup, keep) if not k]
+
+
 def _result_names(call_stmt: ast.stmt) -> list[str]:
     if isinstance(call_stmt, ast.Assign):
         t = call_stmt.targets[0]
@@ -247,15 +272,18 @@ def convert_triton(folder: Path, rel: str, meta: dict[str, Any]) -> tuple[TaskFi
             thresholds.append((atol, rtol))
     if not outputs and not mutated:
         return None, "no output compared"
-    module_names = _assigned([n for n in parts["tree"].body]) | {n.name for n in parts["tree"].body
-                                                                 if isinstance(n, (ast.FunctionDef, ast.ClassDef))}
+    module_names = _top_level_names(parts["tree"])
     shape_names = _assigned([ast.Assign(targets=[parts["target"]], value=ast.Constant(0))])
     if parts["index"] is not None:
         shape_names |= _assigned([ast.Assign(targets=[parts["index"]], value=ast.Constant(0))])
     prelude_names = _assigned(parts["prelude"])
+    # Setup statements the kernel's arguments do not depend on belong to the reference: a reference
+    # computed before the call (``ref = reference(x)``) must never reach the candidate as an input.
+    kernel_setup, reference_setup = _split_setup(parts["setup"], [e for _, e in arg_exprs])
+    parts["setup"], parts["reference"] = kernel_setup, reference_setup + parts["reference"]
     ref_nodes = parts["reference"] + [w for _, w in outputs + mutated]
-    needed = _loaded(ref_nodes) - _assigned(parts["reference"]) - module_names - shape_names - prelude_names - \
-        set(dir(builtins)) - set(names) - {"torch", "F", "math", "np"}
+    local = set(dir(builtins)) | {"torch", "F", "math", "np"} | module_names | shape_names | prelude_names
+    needed = _loaded(ref_nodes) - _assigned(parts["reference"]) - local - set(names)
     setup_names = _assigned(parts["setup"])
     unresolved = sorted(needed - setup_names)
     if unresolved:
