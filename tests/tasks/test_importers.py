@@ -382,6 +382,13 @@ def test_agentkernelarena_import(tmp_path):
     derived = tmp_path / "aka" / "tasks" / "triton2triton" / "demo" / "derived_check"
     write(derived / "config.yaml", "source_file_path:\n  - source/k.py\ntask_type: triton2triton\n")
     write(derived / "scripts" / "task_runner.py", RUNNER.replace("torch.allclose(out, ref", "torch.allclose(out[0], ref"))
+    early = tmp_path / "aka" / "tasks" / "triton2triton" / "demo" / "early_ref"
+    write(early / "config.yaml", "source_file_path:\n  - source/scale_rows.py\ntask_type: triton2triton\n")
+    write(early / "source" / "scale_rows.py", "import torch\n\ndef scale_rows(x, w):\n    return x * w.unsqueeze(1)\n")
+    write(early / "scripts" / "task_runner.py", RUNNER.replace(
+        "            out = mod.scale_rows(x, w)\n",
+        "            ref = reference_scale_rows(x, w)\n            out = mod.scale_rows(x.clone(), w)\n").replace(
+        "            ref = reference_scale_rows(x, w)\n            if", "            if"))
     t2h = tmp_path / "aka" / "tasks" / "torch2hip" / "demo" / "Relu"
     write(t2h / "config.yaml", "source_file_path:\n  - torch/relu.py\ntask_type: torch2hip\n")
     write(t2h / "torch" / "relu.py", """
@@ -399,7 +406,14 @@ def test_agentkernelarena_import(tmp_path):
     """)
     write(tmp_path / "aka" / "tasks" / "hip2hip" / "demo" / "k" / "config.yaml", "task_type: hip2hip\n")
     summary = import_suite("agentkernelarena", tmp_path / "aka", tmp_path / "out")
-    assert sorted(i.source for i in summary.imported) == ["torch2hip/demo/Relu", "triton2triton/demo/scale_rows"]
+    assert sorted(i.source for i in summary.imported) == ["torch2hip/demo/Relu", "triton2triton/demo/early_ref",
+                                                          "triton2triton/demo/scale_rows"]
+    # a reference computed before the kernel call is the reference's work, never a candidate's input
+    early_task = load_task(tmp_path / "out" / "triton2triton__demo__early_ref")
+    early_problem = load_problem(early_task, early_task.configs_of(Visibility.SEEN)[0])
+    assert early_problem.input_names == ["arg0", "w", "x"]
+    got = early_problem.module.Model()(*[v.double() for v in early_problem.inputs(0, "cpu", "float32")])[0]
+    assert got.shape == (16, 32)
     reasons = {s.source: s.reason for s in summary.skipped}
     assert reasons["triton2triton/demo/derived_check"] == \
         "correctness check compares a derived expression of the kernel's output"
