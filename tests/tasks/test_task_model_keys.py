@@ -144,3 +144,10 @@ def test_a_list_of_tensors_as_one_input_is_refused_in_one_line(tmp_path):
     problem = load_problem(task, task.configs_of(Visibility.SEEN)[0])
     with pytest.raises(TaskError, match="input 'xs' is a list of tensors; pass each tensor as its own"):
         problem.inputs(0, "cpu", "float32")
+
+
+def test_list_valued_configs_hash_and_load(tmp_path):
+    source = REFERENCE.replace("N = 64", "N = 64\nSIZES = [1, 2]")
+    task = load_task(_task(tmp_path, 'configs = [{ SIZES = [3, 4] }]\nholdout = [{ SIZES = [5, 6] }]\n', source))
+    cache = {config: config.label for config in task.configs}  # the session keys its case cache by config
+    assert len(cache) == 2

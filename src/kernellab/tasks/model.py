@@ -112,6 +112,11 @@ class Config:
     def label(self) -> str:
         return ",".join(f"{k}={v}" for k, v in self.values) or "default"
 
+    def __hash__(self) -> int:
+        # TOML arrays load as lists, which do not hash; configs are dictionary keys of the session's
+        # case cache (a GPU MODE problem's list-valued parameter crashed it)
+        return hash((repr(self.values), self.visibility))
+
 
 @dataclass(frozen=True)
 class Task:
