@@ -31,7 +31,7 @@ from kernellab.tasks.importers.common import (ImportSummary, Skipped, TaskFiles,
 SUITE = "robust-kbench"
 TOLERANCE = 1e-5
 SMALL_SIZE = 16
-SIZE_KEYS_NEVER_SCALED = re.compile(r"kernel|stride|pad|dilation|group|eps|init|dim$|axis|^k$|channels?$|classes|"
+SIZE_KEYS_NEVER_SCALED = re.compile(r"kernel|stride|pad|dilation|group|eps|init|axis|^k$|"
                                     r"heads|p$|prob|ratio|momentum|alpha|beta|scale|slope", re.I)
 
 
