@@ -412,7 +412,7 @@ def test_agentkernelarena_import(tmp_path):
     early_task = load_task(tmp_path / "out" / "triton2triton__demo__early_ref")
     early_problem = load_problem(early_task, early_task.configs_of(Visibility.SEEN)[0])
     assert early_problem.input_names == ["arg0", "w", "x"]
-    got = early_problem.module.Model()(*[v.double() for v in early_problem.inputs(0, "cpu", "float32")])[0]
+    got = early_problem.module.Model(*early_problem.init_inputs())(*[v.double() for v in early_problem.inputs(0, "cpu", "float32")])[0]
     assert got.shape == (16, 32)
     reasons = {s.source: s.reason for s in summary.skipped}
     assert reasons["triton2triton/demo/derived_check"] == \
@@ -428,7 +428,7 @@ def test_agentkernelarena_import(tmp_path):
     x, w = problem.inputs(0, "cpu", "float32")
     assert x.shape == (64, 128) and w.shape == (64,)
     expected = x.double() * w.double()[:, None]
-    assert torch.allclose(problem.module.Model()(x.double(), w.double())[0], expected)
+    assert torch.allclose(problem.module.Model(*problem.init_inputs())(x.double(), w.double())[0], expected)
 
     relu = load_task(tmp_path / "out" / "torch2hip__demo__Relu")
     assert len(relu.configs_of(Visibility.SEEN)) == 2

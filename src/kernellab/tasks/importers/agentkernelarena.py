@@ -412,7 +412,7 @@ def _generate_triton(folder, rel, meta, runner, parts, arg_exprs, extras, output
     ref_body = device_neutral("\n".join(ast.unparse(s) for s in parts["reference"]))
     outs = ", ".join(ast.unparse(w) for _, w in outputs)
     writes = "\n".join(f"{m}.copy_({ast.unparse(w)})" for m, w in mutated)
-    forward_body = "\n".join(x for x in (prelude, f"{target} = SHAPES[CASE]", index.strip(), ref_body, writes) if x)
+    forward_body = "\n".join(x for x in (prelude, f"{target} = self.shape", index.strip(), ref_body, writes) if x)
     forward_body += f"\nreturn ({outs},)" if outputs else "\nreturn None"
     reference = f'''"""AgentKernelArena {rel}, imported by `kernellab tasks import agentkernelarena` (see PROVENANCE.md).
 
@@ -435,6 +435,11 @@ SHAPES = {shapes!r}
 
 
 class Model(torch.nn.Module):
+    """The shape entry arrives at construction (get_init_inputs), as a candidate's does."""
+
+    def __init__(self, shape):
+        super().__init__()
+        self.shape = shape
 
     def forward(self, {", ".join(inputs)}):
 {_indent(forward_body, 8)}
@@ -446,7 +451,7 @@ def get_inputs():
 
 
 def get_init_inputs():
-    return []
+    return [SHAPES[CASE]]
 '''
     baseline = None
     sources = [folder / p for p in meta.get("source_file_path") or []]
@@ -474,6 +479,10 @@ import torch
 
 class ModelNew(torch.nn.Module):
 
+    def __init__(self, shape):
+        super().__init__()
+        self.shape = shape
+
     def forward(self, {", ".join(inputs)}):
 {_indent(body, 8)}
 '''
@@ -492,7 +501,7 @@ def _runs(reference: str, case: int, inputs: list[str], meta: bool = False) -> t
         with torch.device("meta" if meta else "cpu"), cuda_on_cpu():
             args = module.get_inputs()
             with torch.no_grad():
-                module.Model()(*args)
+                module.Model(*module.get_init_inputs())(*args)
 
     _, error = run_guarded(attempt)
     if error and meta and "meta" in error.lower():
