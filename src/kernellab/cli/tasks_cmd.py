@@ -152,3 +152,39 @@ def _tasks_under(path: Optional[str]) -> list:
     if not folders:
         raise TaskError(f"no tasks under {path}")
     return [load_task(f) for f in folders]
+
+
+@app.command("import")
+def import_command(
+    suite: str = typer.Argument(..., help="kernelbench-x | agentkernelarena | robust-kbench | gpumode"),
+    path: Path = typer.Argument(..., help="your local checkout of the suite"),
+    out: Path = typer.Option(..., "--out", help="folder to write the task folders into"),
+    only: Optional[str] = typer.Option(None, "--only", help="only the suite's tasks whose path contains this"),
+    as_json: bool = typer.Option(False, "--json", help="print the summary as one JSON document"),
+    debug: bool = typer.Option(False, "--debug"),
+) -> None:
+    """Turn another benchmark's tasks into task folders (reference.py, task.toml, baseline.py where the
+    suite has its own kernel, PROVENANCE.md), and say what was imported and what was not, and why."""
+    from kernellab.tasks.importers import SUITES, import_suite
+
+    try:
+        if suite not in SUITES:
+            raise TaskError(f"unknown suite {suite!r} (one of {', '.join(SUITES)})")
+        if not path.is_dir():
+            raise FileNotFoundError(f"{path} is not a folder (give your local checkout of {suite})")
+        summary = import_suite(suite, path, out, only)
+    except UsageError as exc:
+        report_usage_error(exc, debug)
+        raise typer.Exit(2) from None
+    if as_json:
+        print(json.dumps(summary.to_dict(), indent=1))
+        return
+    console = Console()
+    for item in summary.imported:
+        console.print(f"imported {item.source} -> {item.name} ({item.seen} seen, {item.edge} edge, "
+                      f"{item.holdout} holdout{', baseline' if item.baseline else ''})")
+    for item in summary.skipped:
+        console.print(f"[yellow]skipped[/] {item.source}: {item.reason}")
+    console.print(f"{len(summary.imported)} imported, {len(summary.skipped)} skipped into {summary.out}")
+    for reason, count in summary.reasons().items():
+        console.print(f"  {count:4d} skipped: {reason}")

@@ -105,7 +105,7 @@ def build_case(problem: Problem, dtype: str, seed: int, device: str, *, backward
     task = problem.task
     init_inputs = problem.init_inputs()
     torch_dtype = TORCH_DTYPES[dtype]
-    base = build_model(problem.module.Model, init_inputs, PARAM_SEED)
+    base = build_model(problem.module.Model, init_inputs, PARAM_SEED, problem.task.keep_init)
     eager = cast_model(base, dtype, task.keep_dtype, device)
     state = {k: v.detach().clone() for k, v in list(eager.named_parameters()) + list(eager.named_buffers())}
     inputs = problem.inputs(seed, device, dtype)
@@ -238,7 +238,7 @@ def _lower_precision_errors(problem: Problem, init_inputs, pristine, ref_outputs
         if label == "tf32" and (precision == "tf32" or device != "cuda"):
             continue
         try:
-            model = cast_model(build_model(problem.module.Model, init_inputs, PARAM_SEED), dtype,
+            model = cast_model(build_model(problem.module.Model, init_inputs, PARAM_SEED, problem.task.keep_init), dtype,
                                problem.task.keep_dtype, device)
             # copy=True: ``.to`` of a tensor already in ``dtype`` returns the tensor itself, and a
             # task that mutates its inputs would then write into the pristine copy.

@@ -153,7 +153,7 @@ def validate_config(problem: Problem, device: str, report: TaskValidation) -> No
     where = problem.config.label
     defining = problem.config.visibility in (Visibility.SEEN, Visibility.SMALL)
     init = problem.init_inputs()
-    model = build_model(problem.module.Model, init, PARAM_SEED).to(device).to(torch.float64)
+    model = build_model(problem.module.Model, init, PARAM_SEED, problem.task.keep_init).to(device).to(torch.float64)
     runs = _Runs(problem, device, SEEDS if defining else 1)
     first = _outputs(problem, model, runs[0])
     if first.numel() == 0:
@@ -213,7 +213,7 @@ def _weight_sensitivity(problem: Problem, init: list[Any], inputs: list[Any], ba
     up and others down); weights that do not matter never move it."""
     change = 0.0
     for draw in range(1, SEEDS):
-        other = build_model(problem.module.Model, init, PARAM_SEED).to(device).to(torch.float64)
+        other = build_model(problem.module.Model, init, PARAM_SEED, problem.task.keep_init).to(device).to(torch.float64)
         generator = device_generator(device, PARAM_SEED + draw)
         with torch.no_grad():
             for p in other.parameters():

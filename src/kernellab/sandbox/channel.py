@@ -67,6 +67,7 @@ _ALLOWED = {
     ("torch", "Tensor"),
     ("torch", "Size"),
     ("torch", "device"),
+    ("torch.serialization", "_get_layout"),  # a torch.layout argument: looks its name up among torch's layouts
     ("torch.storage", "UntypedStorage"),
     ("torch.storage", "TypedStorage"),
     ("torch", "TypedStorage"),

@@ -14,9 +14,11 @@ from typing import Any
 
 from kernellab.tasks.model import (
     DTYPES,
+    FIXED_METRICS,
     THROUGH_MAPS,
     Comparator,
     Config,
+    FixedThresholds,
     InputDomain,
     OutputSpec,
     Policy,
@@ -50,8 +52,9 @@ _TOML_KEYS: dict[str, tuple[type | tuple[type, ...], bool]] = {
     "edge": (list, False),
     "holdout": (list, False),
     "small": (list, False),
+    "keep_init": (list, False),
 }
-_OUTPUT_KEYS = {"compare", "ulp", "of", "dim", "through"}
+_OUTPUT_KEYS = {"compare", "ulp", "of", "dim", "through", *FIXED_METRICS}
 _CONFIG_LISTS = {"configs": Visibility.SEEN, "edge": Visibility.EDGE, "holdout": Visibility.HOLDOUT,
                  "small": Visibility.SMALL}
 
@@ -143,8 +146,8 @@ def _load_task_folder(folder: Path) -> Task:
     if "dtypes" in meta and not dtypes:
         raise TaskError(f"{where}: dtypes is empty")
     _check_names(meta, forward_arguments(source, ref), source, where)
-    seen = {c.values for c in configs if c.visibility is Visibility.SEEN}
-    overlap = [c.label for c in configs if c.visibility is Visibility.HOLDOUT and c.values in seen]
+    seen = {repr(c.values) for c in configs if c.visibility is Visibility.SEEN}  # repr: list values are unhashable
+    overlap = [c.label for c in configs if c.visibility is Visibility.HOLDOUT and repr(c.values) in seen]
     if overlap:
         raise TaskError(f"{where}: holdout config {overlap[0]} is also a seen config")
     return Task(
@@ -167,6 +170,7 @@ def _load_task_folder(folder: Path) -> Task:
         input_domain=tuple((k, _enum(InputDomain, v, where, f"input_domain.{k}"))
                            for k, v in meta.get("input_domain", {}).items()),
         configs=configs,
+        keep_init=tuple(_str_list(meta, "keep_init", where)),
     )
 
 
@@ -250,9 +254,33 @@ def _parse_outputs(items: list[Any], where: str) -> tuple[OutputSpec, ...]:
         if through is not None and (compare is not Comparator.VALUES_AT_INDICES or through not in THROUGH_MAPS):
             raise TaskError(f"{where}: outputs[{i}].through must be one of {sorted(THROUGH_MAPS)}, with "
                             f"compare = \"values_at_indices\"")
+        fixed = _parse_fixed(item, compare, where, i)
         specs.append(OutputSpec(compare=compare, ulp=item.get("ulp", 0), of=item.get("of"), dim=item.get("dim", -1),
-                                through=through))
+                                through=through, fixed=fixed))
     return tuple(specs) or (OutputSpec(),)
+
+
+def _parse_fixed(item: dict[str, Any], compare: Comparator, where: str, i: int) -> FixedThresholds | None:
+    """``atol``, ``rtol``, ``cosine``, ``l1``, ``rmse``: a number, or a table of numbers keyed by dtype
+    (``"*"`` for the others); only with ``compare = "fixed"``, which needs at least one of them."""
+    given = [m for m in FIXED_METRICS if m in item]
+    if compare is not Comparator.FIXED:
+        if given:
+            raise TaskError(f"{where}: outputs[{i}].{given[0]} needs compare = \"fixed\"")
+        return None
+    if not given:
+        raise TaskError(f"{where}: outputs[{i}]: compare = \"fixed\" needs one of {', '.join(FIXED_METRICS)}")
+    values = []
+    for metric in given:
+        raw = item[metric]
+        table = raw if isinstance(raw, dict) else {"*": raw}
+        for dtype, value in table.items():
+            if dtype != "*" and dtype not in DTYPES:
+                raise TaskError(f"{where}: outputs[{i}].{metric}: unknown dtype {dtype!r}")
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
+                raise TaskError(f"{where}: outputs[{i}].{metric} must be a non-negative number")
+        values.append((metric, tuple((k, float(v)) for k, v in table.items())))
+    return FixedThresholds(tuple(values))
 
 
 def _parse_configs(meta: dict[str, Any], constants: dict[str, Any], where: Path) -> tuple[Config, ...]:

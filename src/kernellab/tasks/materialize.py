@@ -97,6 +97,10 @@ def module_inputs(module: types.ModuleType, seed: int, device: str | torch.devic
     out = []
     for i, value in enumerate(raw):
         name = names[i] if i < len(names) else f"arg{i}"
+        if isinstance(value, (list, tuple)) and any(isinstance(v, torch.Tensor) for v in value):
+            raise TaskError(f"get_inputs: input {name!r} is a {type(value).__name__} of tensors; pass each "
+                            f"tensor as its own forward argument (the judge restores and checks top-level "
+                            f"tensors only)")
         out.append(_cast(value, dtype, name in keep_dtype, device))
     return out
 
@@ -161,18 +165,22 @@ def device_generator(device: str | torch.device, seed: int) -> torch.Generator:
     return torch.Generator(device=torch.device(device)).manual_seed(seed)
 
 
-def randomize_parameters(model: torch.nn.Module, seed: int) -> None:
+def randomize_parameters(model: torch.nn.Module, seed: int, keep: tuple[str, ...] | list[str] = ()) -> None:
     """Replace constant-initialised floating parameters and buffers by random values near them.
 
     Default initialisations such as ``weight = ones`` or ``bias = zeros`` would let a kernel that
     ignores the weight pass; non-constant initialisations are already random and are kept.
     Values stay within ±50% of the constant (at least ±0.5), so variances stay positive.
+    ``keep`` (a task's ``keep_init``) names parameters whose constant initialisation is the point
+    (a suite measuring LayerNorm with its standard ones and zeros): full dotted names or last parts.
     """
     generator = torch.Generator(device="cpu").manual_seed(seed + 7919)
     buffers = {id(b) for b in model.buffers()}
     with torch.no_grad():
-        for _, tensor in _named_state(model):
+        for name, tensor in _named_state(model):
             if not tensor.is_floating_point() or tensor.numel() == 0:
+                continue
+            if name in keep or name.split(".")[-1] in keep:
                 continue
             if id(tensor) in buffers and tensor.numel() == 1:
                 continue  # a scalar buffer is a constant of the op (a scale, an eps), not a weight
@@ -189,11 +197,13 @@ def _named_state(model: torch.nn.Module):
     yield from model.named_buffers()
 
 
-def build_model(model_cls: type, init_inputs: list[Any], seed: int) -> torch.nn.Module:
-    """Instantiate under ``seed`` (identical seeding for reference and candidate), then randomize."""
+def build_model(model_cls: type, init_inputs: list[Any], seed: int,
+                keep_init: tuple[str, ...] | list[str] = ()) -> torch.nn.Module:
+    """Instantiate under ``seed`` (identical seeding for reference and candidate), then randomize
+    every constant-initialised weight except those named in ``keep_init``."""
     seed_torch(seed)
     model = model_cls(*init_inputs)
-    randomize_parameters(model, seed)
+    randomize_parameters(model, seed, keep_init)
     return model
 
 
@@ -211,9 +221,19 @@ def cast_model(model: torch.nn.Module, dtype: str, keep_dtype: tuple[str, ...] |
 
 
 def flatten_outputs(out: Any) -> list[Any]:
-    """A forward's result as a flat list (nested tuples and lists unrolled, ``None`` dropped)."""
+    """A forward's result as a flat list (nested tuples and lists unrolled, ``None`` dropped).
+
+    A Python number (a reference ending in ``.item()``) becomes a 0-d tensor: float64 for a float,
+    int64 for an int, bool for a bool, the same whatever the run's dtype, so a candidate returns it as
+    such a tensor. Before, a float output crashed the judge where it asked ``is_floating_point()``."""
     if isinstance(out, (tuple, list)):
         return [x for item in out for x in flatten_outputs(item)]
+    if isinstance(out, bool):
+        return [torch.tensor(out, dtype=torch.bool)]
+    if isinstance(out, int):
+        return [torch.tensor(out, dtype=torch.int64)]
+    if isinstance(out, float):
+        return [torch.tensor(out, dtype=torch.float64)]
     return [] if out is None else [out]
 
 
@@ -263,6 +283,8 @@ def perturb_for_domain(x: torch.Tensor, domain: InputDomain, kind: str, generato
     """An adversarial variant of ``x`` of the given ``kind`` that stays inside ``domain``."""
     if domain is InputDomain.INDEX or x.dtype not in CASTABLE:
         return x
+    if domain is InputDomain.POSITIVE_DEFINITE:
+        return _positive_definite(x, kind, generator)
     shape, dev = x.shape, x.device
     base = torch.randn(shape, generator=generator, dtype=torch.float32, device=dev)
     if kind in SHIFTED_KINDS:
@@ -290,6 +312,25 @@ def perturb_for_domain(x: torch.Tensor, domain: InputDomain, kind: str, generato
     elif domain is InputDomain.PROBABILITY:
         y = torch.softmax(y.float().clamp(-30, 30), dim=-1)
     return y.to(x.dtype)
+
+
+def _positive_definite(x: torch.Tensor, kind: str, generator: torch.Generator) -> torch.Tensor:
+    """Symmetric positive-definite matrices ``A Aᵀ / n + δ I`` over the last two dimensions, scaled or
+    conditioned as ``kind`` asks: large and tiny scale all eigenvalues, mixed spreads them over four
+    decades per row and column, the shifted kinds push the smallest eigenvalue towards zero (δ = 1e-3)
+    or raise every one (δ = 1e3). A cholesky or solve of a generic random matrix fails or is
+    meaningless; these stay inside the op's domain."""
+    if x.dim() < 2 or x.shape[-1] != x.shape[-2]:
+        return x
+    n = x.shape[-1]
+    a = torch.randn(x.shape, generator=generator, dtype=torch.float64, device=x.device)
+    if kind == "mixed":
+        a = a * torch.exp(torch.randn(x.shape[:-1] + (1,), generator=generator, device=x.device,
+                                      dtype=torch.float64) * 2.0)
+    delta = {"shifted_down": 1e-3, "shifted_up": 1e3}.get(kind, 1.0)
+    spd = a @ a.transpose(-1, -2) / n + delta * torch.eye(n, dtype=torch.float64, device=x.device)
+    scale = {"large": 1e4, "tiny": 1e-3}.get(kind, 1.0)
+    return (spd * scale).to(x.dtype)
 
 
 def _shifted(base: torch.Tensor, domain: InputDomain, up: bool, dtype: torch.dtype) -> torch.Tensor:

@@ -35,6 +35,7 @@ class Comparator(str, enum.Enum):
     EXACT = "exact"
     ULP = "ulp"
     VALUES_AT_INDICES = "values_at_indices"
+    FIXED = "fixed"  # the thresholds a suite declares (atol/rtol, cosine, L1, RMSE), not eager-scaled
 
 
 class InputDomain(str, enum.Enum):
@@ -45,10 +46,32 @@ class InputDomain(str, enum.Enum):
     UNIT = "unit"  # in [0, 1]
     PROBABILITY = "probability"  # non-negative, sums to one over the last dimension
     INDEX = "index"  # integer indices: never perturbed
+    POSITIVE_DEFINITE = "positive_definite"  # symmetric positive-definite matrices over the last two dims
 
 
 DTYPES = ("float32", "bfloat16", "float16", "float64")
 THROUGH_MAPS = ("softmax",)  # softmax: float32, along the comparator's dim
+FIXED_METRICS = ("atol", "rtol", "cosine", "l1", "rmse")
+
+
+@dataclass(frozen=True)
+class FixedThresholds:
+    """A suite's own pass criteria for ``compare = "fixed"``, per dtype where the suite varies them.
+
+    ``atol``/``rtol``: every element within ``atol + rtol * |ref|`` (``torch.allclose``); ``cosine``:
+    cosine similarity of the flattened outputs at least this; ``l1``: ``sum|out - ref| / sum|ref|`` at
+    most this; ``rmse``: root mean square error at most this. Unset criteria are not checked.
+    """
+
+    values: tuple[tuple[str, tuple[tuple[str, float], ...]], ...] = ()  # metric -> ((dtype | "*", value), ...)
+
+    def for_dtype(self, dtype: str) -> dict[str, float]:
+        out = {}
+        for metric, per_dtype in self.values:
+            table = dict(per_dtype)
+            if dtype in table or "*" in table:
+                out[metric] = table.get(dtype, table.get("*"))
+        return out
 
 
 @dataclass(frozen=True)
@@ -67,6 +90,8 @@ class OutputSpec:
     of: str | None = None
     dim: int = -1
     through: str | None = None  # one of THROUGH_MAPS
+    # compare = "fixed" only; out of the repr so that the digests of tasks without it stay as they were
+    fixed: FixedThresholds | None = field(default=None, repr=False)
 
 
 @dataclass(frozen=True)
@@ -86,6 +111,11 @@ class Config:
     @property
     def label(self) -> str:
         return ",".join(f"{k}={v}" for k, v in self.values) or "default"
+
+    def __hash__(self) -> int:
+        # TOML arrays load as lists, which do not hash; configs are dictionary keys of the session's
+        # case cache (a GPU MODE problem's list-valued parameter crashed it)
+        return hash((repr(self.values), self.visibility))
 
 
 @dataclass(frozen=True)
@@ -111,6 +141,9 @@ class Task:
     input_domain: tuple[tuple[str, InputDomain], ...] = ()
     configs: tuple[Config, ...] = field(default_factory=tuple)
     kernelbench: bool = False  # a bare KernelBench file: one config, its own constants
+    # Parameters and buffers (full dotted or last name) whose own initialisation is kept: a suite that
+    # initialises a weight to a constant on purpose (ones, zeros) is measured with that constant.
+    keep_init: tuple[str, ...] = ()
 
     def configs_of(self, *visibility: Visibility) -> list[Config]:
         return [c for c in self.configs if c.visibility in visibility]
@@ -132,4 +165,6 @@ class Task:
     def _hashed_fields(self) -> tuple:
         return (self.dtypes, self.keep_dtype, self.fp32_precision, self.backward, self.grad_inputs,
                 self.mutates, self.policy.value, self.outputs, self.tolerance_factor,
-                self.bytes_formula, self.flops_formula, self.input_domain, self.configs)
+                self.bytes_formula, self.flops_formula, self.input_domain, self.configs) + \
+            ((self.keep_init,) if self.keep_init else ()) + \
+            tuple(o.fixed for o in self.outputs if o.fixed is not None)
