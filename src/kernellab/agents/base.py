@@ -164,7 +164,7 @@ class Agent(abc.ABC):
     def propose(self, request: ProposalRequest) -> Proposal:
         """Produce one kernel. Must return within ``request.deadline_s`` (kill what it started)."""
 
-    def close(self) -> None:
+    def close(self) -> None:  # noqa: B027 - a default no-op; only adapters that hold something override it
         """Release what the agent holds (servers, sessions)."""
 
 
