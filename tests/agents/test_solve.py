@@ -143,7 +143,7 @@ def test_single_judges_its_one_proposal_in_full(tmp_path, recorded):
     assert job.status == "done" and job.strategy == "single" and run.confined
     assert [(a.iteration, a.kept, a.final) for a in attempts] == [(1, True, False), (1, False, True)]
     assert attempts[0].verdict == attempts[1].verdict  # one full verdict, not two evaluations
-    assert attempts[0].verdict["holdout"]["correct"] is True
+    assert attempts[0].verdict.holdout.correct is True
     assert [e.kind for e in events] == ["run", "start", "iteration", "stop", "final"]
     (record,) = iterations(read_trajectory(out))
     assert record["evaluation"] == "full" and record["decision"] == "answer" and record["kept"]
@@ -188,7 +188,7 @@ def test_keep_revert_reverts_the_wrong_kernel_and_stops_on_patience(tmp_path, re
     _, _, attempts, _ = stored(out)
     searched = [a for a in attempts if not a.final]
     assert [(a.iteration, a.kept) for a in searched] == [(1, False), (2, True), (3, False), (4, False)]
-    assert searched[0].verdict["failed_stage"] == "smoke" and searched[3].verdict is None
+    assert searched[0].verdict.failed_stage == "smoke" and searched[3].verdict is None
     # per-round analysis falls out of the store
     rows = iteration_table(out)
     assert [(r["iteration"], r["compile_rate"], r["correct_rate"], r["solved_so_far"]) for r in rows] == [

@@ -54,10 +54,10 @@ def standing(store: Store, run_id: int, *, started: float, done_at_start: int, w
         if j.status not in ("done", "failed"):
             continue
         chosen = scoring_attempt(by_job.get(j.id, []))
-        v = (chosen.verdict if chosen is not None else None) or {}
-        correct = bool(v.get("correct"))
-        speedup = (v.get("speedup") or {}).get("vs_eager")
-        verdict = v.get("status") or (j.error if j.status == "failed" else "no_candidate")
+        v = chosen.verdict if chosen is not None else None
+        correct = v is not None and v.correct
+        speedup = v.speedup_vs_eager if v is not None else None
+        verdict = v.status.value if v is not None else (j.error if j.status == "failed" else "no_candidate")
         finished.append(JobLine(j.id, j.key, j.status, str(verdict), correct, speedup))
         if correct and speedup is not None and speedup > best.get(j.task_id, 0.0):
             best[j.task_id] = speedup

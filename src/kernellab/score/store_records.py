@@ -7,6 +7,7 @@ import sqlite3
 from dataclasses import dataclass, field
 from typing import Any
 
+from kernellab.evaluate.verdict import Verdict
 from kernellab.score.records import TaskKind
 
 
@@ -101,7 +102,7 @@ class AttemptRecord:
     final: bool
     note: str | None
     verdict_id: int | None = None
-    verdict: dict[str, Any] | None = field(default=None, repr=False)
+    verdict: Verdict | None = field(default=None, repr=False)
 
     @classmethod
     def from_row(cls, row: sqlite3.Row) -> AttemptRecord:
@@ -112,7 +113,7 @@ class AttemptRecord:
                                       cost_usd=row["cost_usd"], agent_steps=row["agent_steps"],
                                       wall_s=row["wall_s"]),
                    created=row["created"], kept=bool(row["kept"]), final=bool(row["final"]), note=row["note"],
-                   verdict_id=row["verdict_id"], verdict=json.loads(verdict) if verdict is not None else None)
+                   verdict_id=row["verdict_id"], verdict=Verdict.from_json(verdict) if verdict is not None else None)
 
 
 # Event kinds the campaign's re-timing of finalists records (``run.scheduler``) and reports read:

@@ -28,10 +28,10 @@ from kernellab.agents.llm.options import DEFAULT_KEY_ENV, PROVIDERS
 from kernellab.agents.llm.pricing import Price, resolve_price
 from kernellab.agents.llm.retry import RetryPolicy
 from kernellab.agents.llm.transport import ApiError, DeadlineReached, HttpTransport
+from kernellab.evaluate.verdict import VerdictSummary
 from kernellab.tasks.model import Task
 
 MAX_SOURCE_CHARS = 40_000  # a kernel or reference longer than this is cut in the prompt
-UNSCORED = ("needs_gpu", "unsupported_in_interpreter", "harness_error")
 
 SYSTEM_PROMPT = """\
 You review GPU kernels before they are run. Given a PyTorch reference (class Model) and a candidate
@@ -195,11 +195,11 @@ def precision_recall(records: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
         if predicted is None:
             errors += 1
             continue
-        verdict = record.get("verdict")
-        if not verdict or verdict.get("status") in UNSCORED:
+        verdict = VerdictSummary.from_dict(record["verdict"]) if record.get("verdict") else None
+        if verdict is None or not verdict.scored:
             unverified += 1
             continue
-        actual = bool(verdict.get("correct"))
+        actual = verdict.correct
         if predicted and actual:
             tp += 1
         elif predicted:

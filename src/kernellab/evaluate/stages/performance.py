@@ -19,7 +19,7 @@ import time
 import torch
 
 from kernellab.evaluate import seeds
-from kernellab.evaluate.baselines import baseline_times
+from kernellab.evaluate.baselines import baseline_times, eager_peak_mem_bytes
 from kernellab.evaluate.checking import OUTPUT_CONTRACT_ERROR
 from kernellab.evaluate.gpu_sharing import exclusive
 from kernellab.evaluate.reference import Case
@@ -231,7 +231,8 @@ def _time_one(ctx, config: Config, dtype: str, backward: bool, holdout: bool) ->
                   speedup_vs_compile=_ratio(base.compile_us, stats.median),
                   speedup_vs_baseline=_ratio(base.baseline_us, stats.median),
                   achieved_gbps=point.achieved_gbps, achieved_tflops=point.achieved_tflops,
-                  pct_of_roofline=point.pct_of_roofline, peak_mem_bytes=peak)
+                  pct_of_roofline=point.pct_of_roofline, peak_mem_bytes=peak,
+                  eager_peak_mem_bytes=None if peak is None else eager_peak_mem_bytes(slots, backward))
 
 
 class TimedRounds(Rounds):
