@@ -30,6 +30,7 @@ from kernellab.evaluate.verdict import Stage, StageResult, Timing, ViolationKind
 from kernellab.sandbox.candidate import CandidateError
 from kernellab.sandbox.round_clock import RoundTimes
 from kernellab.sandbox.timing_stats import EventTimes, SampleStats, TimingPlan
+from kernellab.means import geomean
 from kernellab.tasks.materialize import TORCH_DTYPES
 from kernellab.tasks.model import Config, Visibility
 
@@ -352,11 +353,7 @@ def _check_clock(ctx, times: EventTimes, median_us: float, label: str, backward:
 
 
 def geomean_speedups(timings: list[Timing]) -> dict[str, float | None]:
-    def geo(values: list[float]) -> float | None:
-        values = [v for v in values if v is not None and v > 0]
-        return math.exp(sum(math.log(v) for v in values) / len(values)) if values else None
-
     forward = [t for t in timings if t.phase == "forward"] or timings
-    return {"vs_eager": geo([t.speedup_vs_eager for t in forward]),
-            "vs_compile": geo([t.speedup_vs_compile for t in forward]),
-            "vs_baseline": geo([t.speedup_vs_baseline for t in forward])}
+    return {"vs_eager": geomean([t.speedup_vs_eager for t in forward]),
+            "vs_compile": geomean([t.speedup_vs_compile for t in forward]),
+            "vs_baseline": geomean([t.speedup_vs_baseline for t in forward])}
