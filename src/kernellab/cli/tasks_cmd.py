@@ -34,14 +34,14 @@ def list_command(
         table.add_column(col)
     for r in rows:
         table.add_row(r["id"], r["category"], ",".join(r["dtypes"]), "yes" if r["backward"] else "",
-                      r["baseline_backend"] or "", str(len(r["configs"])), str(len(r["holdout"])))
+                      r["baseline_language"] or "", str(len(r["configs"])), str(len(r["holdout"])))
     console = Console()
     console.print(table)
     categories = sorted({r["category"] for r in rows})
     console.print(f"{len(rows)} tasks in {len(categories)} categories; "
                   f"{sum(r['backward'] for r in rows)} with backward; "
-                  f"{sum(r['baseline_backend'] == 'triton' for r in rows)} Triton and "
-                  f"{sum(r['baseline_backend'] == 'cuda' for r in rows)} CUDA baselines")
+                  f"{sum(r['baseline_language'] == 'triton' for r in rows)} Triton and "
+                  f"{sum(r['baseline_language'] == 'cuda' for r in rows)} CUDA baselines")
 
 
 @app.command("show")

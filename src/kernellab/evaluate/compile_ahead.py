@@ -50,7 +50,7 @@ def helper_count(session, scan) -> int:
     """How many helpers this evaluation gets: ``EvalOptions.compile_ahead``, or by default up to
     ``MAX_HELPERS`` for a Triton candidate on a GPU of its own and a machine with cores to spare."""
     chosen = session.options.compile_ahead
-    if session.device != "cuda" or scan is None or scan.backend != "triton":
+    if session.device != "cuda" or scan is None or scan.language != "triton":
         return 0
     if chosen is not None:
         return max(0, int(chosen))

@@ -18,7 +18,7 @@ def suite_tasks() -> list[Task]:
 
 def task_summary(task: Task) -> dict[str, Any]:
     return {"id": task.id, "category": task.category, "description": task.description, "dtypes": list(task.dtypes),
-            "backward": task.backward, "baseline_backend": task.baseline_backend, "policy": task.policy.value,
+            "backward": task.backward, "baseline_language": task.baseline_language, "policy": task.policy.value,
             "configs": [c.as_dict() for c in task.configs_of(Visibility.SEEN)],
             "edge": [c.as_dict() for c in task.configs_of(Visibility.EDGE)],
             "holdout": [c.as_dict() for c in task.configs_of(Visibility.HOLDOUT)],

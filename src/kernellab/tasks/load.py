@@ -12,6 +12,7 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
+from kernellab.tasks.language import kernel_language
 from kernellab.tasks.model import (
     DTYPES,
     THROUGH_MAPS,
@@ -152,7 +153,7 @@ def _load_task_folder(folder: Path) -> Task:
         category=meta.get("category", "uncategorized"),
         description=meta.get("description", ""),
         baseline_source=baseline,
-        baseline_backend=_baseline_backend(baseline) if baseline else None,
+        baseline_language=kernel_language(baseline).value if baseline else None,
         dtypes=dtypes,
         keep_dtype=tuple(_str_list(meta, "keep_dtype", where)),
         fp32_precision=precision,
@@ -193,12 +194,6 @@ def _check_names(meta: dict[str, Any], arguments: list[str], source: str, where:
     for name in meta.get("keep_dtype", []):
         if name not in arguments and f".{name}" not in source:
             raise TaskError(f"{where}: keep_dtype names {name!r}, neither a forward argument nor an attribute")
-
-
-def _baseline_backend(source: str) -> str:
-    if "load_inline" in source or "cpp_extension" in source:
-        return "cuda"
-    return "triton"
 
 
 def _check_keys(meta: dict[str, Any], where: Path) -> None:

@@ -19,7 +19,7 @@ from kernellab.tasks.model import Visibility
 
 def run(ctx) -> StageResult:
     session = ctx.session
-    if ctx.scan is not None and ctx.scan.backend == "cuda" and session.device == "cpu":
+    if ctx.scan is not None and ctx.scan.language == "cuda" and session.device == "cpu":
         return _compile_only(ctx)
     # The first case before the first child: in a cold process the fork server is still importing
     # torch and triton meanwhile (``EvalSession`` started it without waiting).
