@@ -14,6 +14,7 @@ from rich.table import Table
 
 from kernellab.score.from_store import scoring_attempt
 from kernellab.score.store import Store
+from kernellab.score.store_records import JobStatus
 
 
 @dataclass(frozen=True)
@@ -48,16 +49,16 @@ def standing(store: Store, run_id: int, *, started: float, done_at_start: int, w
         by_job: dict[int, list] = {}
         for a in store.attempts(run_id=run_id):
             by_job.setdefault(a.job_id, []).append(a)
-    counts = {s: sum(1 for j in jobs if j.status == s) for s in ("pending", "running", "done", "failed")}
+    counts = {s: sum(1 for j in jobs if j.status is s) for s in JobStatus}
     finished, best = [], {}
     for j in jobs:
-        if j.status not in ("done", "failed"):
+        if not j.status.finished:
             continue
         chosen = scoring_attempt(by_job.get(j.id, []))
         v = chosen.verdict if chosen is not None else None
         correct = v is not None and v.correct
         speedup = v.speedup_vs_eager if v is not None else None
-        verdict = v.status.value if v is not None else (j.error if j.status == "failed" else "no_candidate")
+        verdict = v.status.value if v is not None else (j.error if j.status is JobStatus.FAILED else "no_candidate")
         finished.append(JobLine(j.id, j.key, j.status, str(verdict), correct, speedup))
         if correct and speedup is not None and speedup > best.get(j.task_id, 0.0):
             best[j.task_id] = speedup

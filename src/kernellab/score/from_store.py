@@ -24,9 +24,6 @@ from kernellab.score.stats import finite, geomean, mean, positive, ratio
 from kernellab.score.store import Store
 from kernellab.score.store_records import AttemptRecord, JobRecord
 
-FINISHED = ("done", "failed")
-
-
 def scoring_attempt(attempts: Sequence[AttemptRecord]) -> AttemptRecord | None:
     """The attempt whose verdict scores the job (see the module docstring)."""
     if not attempts:
@@ -88,7 +85,7 @@ def verdict_fields(v: Verdict) -> dict[str, Any]:
 def results_from_store(store: Store, run_id: int | None = None, *, include_unfinished: bool = False) -> list[Result]:
     """One ``Result`` per finished job (``done`` or ``failed``) of ``run_id`` (default: every run)."""
     with store.snapshot():
-        jobs = [j for j in store.jobs(run_id) if include_unfinished or j.status in FINISHED]
+        jobs = [j for j in store.jobs(run_id) if include_unfinished or j.status.finished]
         by_job = _attempts_by_job(store, run_id)
     return [result_for_job(j, by_job.get(j.id, [])) for j in jobs]
 
