@@ -44,7 +44,7 @@ def execute_job(store: Store, job: JobRecord, spec: CampaignSpec, *, interpret: 
     """Run ``job`` to its end and record it in ``store`` (the campaign's). Ctrl-C puts it back to pending,
     and so does a failure once ``stopping()`` says a stop was asked for: the signal reaches the solve's
     own processes too (its evaluation children, an agent's CLI), and what fails then is not the job's."""
-    from kernellab.agents.solve import solve
+    from kernellab.agents.solve import SolveOptions, solve
     from kernellab.evaluate.options import EvalOptions
 
     out = job_dir(store.run_dir, job)
@@ -54,11 +54,12 @@ def execute_job(store: Store, job: JobRecord, spec: CampaignSpec, *, interpret: 
         if out.exists() and not started:
             shutil.rmtree(out)  # killed before its solve recorded anything: start it afresh
         try:
-            result = solve(job.task_id, job.agent, spec.options_for(job.agent), spec.strategy,
-                           dict(spec.strategy_options), spec.budget, out, confine=spec.confine, progress=progress,
-                           eval_options=EvalOptions(device="cpu" if interpret else "cuda",
-                                                    **spec.evaluation_overrides()), seed=job.seed,
-                           resume=started)
+            options = SolveOptions(job.agent, out, spec.options_for(job.agent), spec.strategy,
+                                   dict(spec.strategy_options), spec.budget, confine=spec.confine,
+                                   eval_options=EvalOptions(device="cpu" if interpret else "cuda",
+                                                            **spec.evaluation_overrides()),
+                                   seed=job.seed, resume=started)
+            result = solve(job.task_id, options, progress=progress)
         except KeyboardInterrupt:
             store.requeue(job)
             return JobOutcome("interrupted", None)
