@@ -5,14 +5,11 @@ from __future__ import annotations
 import ast
 import dataclasses
 import json
-import math
 import os
 import re
-import tomllib
 from pathlib import Path
 
 import pytest
-import torch
 
 from kernellab.agents.check_service import CHECK_SCRIPT
 from kernellab.agents.workspace import (
@@ -23,7 +20,6 @@ from kernellab.agents.workspace import (
     public_task,
     skeleton,
     task_markdown,
-    toml_value,
 )
 from kernellab.tasks.catalog import suite_tasks
 from kernellab.tasks.load import load_task
@@ -158,16 +154,3 @@ def test_find_workspace_from_inside_and_errors_in_one_line(tmp_path):
     assert "\n" not in str(info.value)
 
 
-@pytest.mark.parametrize("value", [0, -7, 1 << 40, 1e-6, -2.5e300, 0.1, float("inf"), float("-inf"), True, "",
-                                   'quote " backslash \\ tab \t newline \n del \x7f µ', [1, [2.0, "x"]],
-                                   {"a": 1, "b-c": [True], "with space": {"n": None or 0}}])
-def test_toml_values_read_back_equal(value):
-    assert tomllib.loads(f"v = {toml_value(value)}")["v"] == (list(value) if isinstance(value, tuple) else value)
-
-
-def test_toml_nan_and_unrepresentable_values():
-    assert math.isnan(tomllib.loads(f"v = {toml_value(float('nan'))}")["v"])
-    with pytest.raises(WorkspaceError, match="cannot write a NoneType"):
-        toml_value(None)
-    with pytest.raises(WorkspaceError, match="cannot write a Tensor"):
-        toml_value(torch.zeros(1))

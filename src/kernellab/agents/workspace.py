@@ -20,16 +20,15 @@ from __future__ import annotations
 import ast
 import dataclasses
 import json
-import math
 import re
 import textwrap
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from kernellab.tasks.language import KernelLanguage, kernel_language
 from kernellab.tasks.load import load_task
-from kernellab.tasks.model import OutputSpec, Task, TaskError, Visibility
+from kernellab.tasks.toml_schema import TaskToml
+from kernellab.tasks.model import Task, TaskError, Visibility
 
 STATE_DIR = ".kernellab"
 MANIFEST = "workspace.json"
@@ -164,70 +163,8 @@ def write_task_folder(task: Task, folder: Path) -> Path:
 
 def task_toml(task: Task) -> str:
     """A schema-1 task.toml for ``task`` (holdout configs included only if the task has them)."""
-    lines = ["# The task an agent-side check judges against. Held-out configurations are not part of it.",
-             "schema = 1"]
-
-    def put(key: str, value: Any) -> None:
-        lines.append(f"{key} = {toml_value(value)}")
-
-    put("category", task.category)
-    put("description", task.description)
-    put("dtypes", list(task.dtypes))
-    put("keep_dtype", list(task.keep_dtype))
-    put("fp32_precision", task.fp32_precision)
-    put("backward", task.backward)
-    put("grad_inputs", list(task.grad_inputs))
-    put("mutates", list(task.mutates))
-    put("policy", task.policy.value)
-    put("outputs", [_output_table(o) for o in task.outputs])
-    put("tolerance_factor", float(task.tolerance_factor))
-    if task.bytes_formula is not None:
-        put("bytes", task.bytes_formula)
-    if task.flops_formula is not None:
-        put("flops", task.flops_formula)
-    put("input_domain", {name: domain.value for name, domain in task.input_domain})
-    for key, visibility in (("configs", Visibility.SEEN), ("edge", Visibility.EDGE), ("small", Visibility.SMALL),
-                            ("holdout", Visibility.HOLDOUT)):
-        configs = task.configs_of(visibility)
-        if configs:
-            lines.append(f"{key} = [")
-            lines += [f"    {toml_value(c.as_dict())}," for c in configs]
-            lines.append("]")
-    return "\n".join(lines) + "\n"
-
-
-def _output_table(spec: OutputSpec) -> dict[str, Any]:
-    table: dict[str, Any] = {"compare": spec.compare.value, "ulp": spec.ulp, "dim": spec.dim}
-    if spec.of is not None:
-        table["of"] = spec.of
-    if spec.through is not None:
-        table["through"] = spec.through
-    return table
-
-
-_BARE_KEY = re.compile(r"^[A-Za-z0-9_-]+$")
-
-
-def toml_value(value: Any) -> str:
-    """One TOML value (inline tables and arrays included) that ``tomllib`` reads back equal."""
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, int):
-        return str(value)
-    if isinstance(value, float):
-        if math.isnan(value):
-            return "nan"
-        if math.isinf(value):
-            return "inf" if value > 0 else "-inf"
-        return repr(value)
-    if isinstance(value, str):
-        return json.dumps(value, ensure_ascii=False).replace("\x7f", "\\u007f")
-    if isinstance(value, (list, tuple)):
-        return "[" + ", ".join(toml_value(v) for v in value) + "]"
-    if isinstance(value, dict):
-        items = ", ".join(f"{k if _BARE_KEY.match(k) else json.dumps(k)} = {toml_value(v)}" for k, v in value.items())
-        return "{ " + items + " }" if items else "{}"
-    raise WorkspaceError(f"cannot write a {type(value).__name__} ({value!r}) to task.toml")
+    header = "The task an agent-side check judges against. Held-out configurations are not part of it."
+    return TaskToml.of(task).to_toml(header)
 
 
 def _verify_copy(public: Task, workspace: Workspace) -> None:
