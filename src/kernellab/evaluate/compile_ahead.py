@@ -34,6 +34,7 @@ from kernellab.evaluate import gpu_sharing
 from kernellab.evaluate.options import Resolved
 from kernellab.evaluate.verdict import Stage
 from kernellab.sandbox.candidate import CandidateError, CandidateProcess, ChildFailure, ChildSpec
+from kernellab.sandbox.requests import ImportRequest, WarmRequest
 from kernellab.tasks.materialize import reference_file
 from kernellab.tasks.model import Config, Task, Visibility
 
@@ -135,10 +136,9 @@ class CompileAhead:
             if self._paused:
                 helper.send_signal(signal.SIGSTOP)
         try:
-            helper.request("import", max(session.options.compile_timeout_s, ctx.timeout), path=str(ctx.path))
-            self.submitted[helper.pid] = helper.submit("warm", source=session.task.source,
-                                                       where=str(reference_file(session.task)),
-                                                       seed=WARM_SEED, items=items)
+            helper.ask(ImportRequest(str(ctx.path)), max(session.options.compile_timeout_s, ctx.timeout))
+            self.submitted[helper.pid] = helper.send(WarmRequest(session.task.source, str(reference_file(session.task)),
+                                                                 WARM_SEED, items))
         except (CandidateError, ChildFailure) as exc:  # killed at the end, or the checks will say why
             log.info("compile-ahead helper %d: %s", i, exc)
 

@@ -14,6 +14,7 @@ from kernellab.evaluate.compile_ahead import CompileAhead
 from kernellab.evaluate.cuda_compile import compile_check
 from kernellab.evaluate.verdict import Mode, Stage, StageResult, Status
 from kernellab.sandbox.candidate import CandidateProcess, ChildSpec
+from kernellab.sandbox.requests import ImportRequest, ReleaseRequest
 from kernellab.tasks.model import Visibility
 
 
@@ -29,10 +30,10 @@ def run(ctx) -> StageResult:
                      log_path=child_dir / "candidate.log", memory_fraction=session.options.memory_fraction,
                      fp32_precision=session.task.fp32_precision)
     ctx.child = child = CandidateProcess(session.server(), spec)
-    session.child_release = lambda: child.request("release", 60)
+    session.child_release = lambda: child.ask(ReleaseRequest(), 60)
     started = time.perf_counter()
     # Importing may build extensions (load_inline at module level): the compile budget, not a call's.
-    ctx.child.request("import", max(session.options.compile_timeout_s, ctx.timeout), path=str(ctx.path))
+    ctx.child.ask(ImportRequest(str(ctx.path)), max(session.options.compile_timeout_s, ctx.timeout))
     ctx.import_seconds = time.perf_counter() - started
     run_case(ctx, case)  # judged again by the smoke stage; here it must only run
     ctx.verdict.compiled = True

@@ -29,6 +29,7 @@ from kernellab.evaluate.timing_slots import TimingSlots
 from kernellab.evaluate.verdict import Stage, StageResult, Timing, ViolationKind
 from kernellab.sandbox.candidate import CandidateError
 from kernellab.sandbox.round_clock import RoundTimes
+from kernellab.sandbox.requests import TimeRoundRequest
 from kernellab.sandbox.timing_stats import EventTimes, SampleStats, TimingPlan
 from kernellab.means import geomean
 from kernellab.tasks.materialize import TORCH_DTYPES
@@ -281,9 +282,9 @@ class TimedRounds(Rounds):
         slots.refresh()
         started = time.perf_counter()
         try:
-            value = ctx.child.request("time_round", ctx.timeout + self.plan.budget_s * 4, key=self.key,
-                                      row=self.label, slots=slots.messages(), method=method,
-                                      backward=self.backward, mutated=slots.mutated, warm_ms=warm_ms, peak=peak)
+            request = TimeRoundRequest(self.key, self.label, slots.messages(), method, self.backward, slots.mutated,
+                                       warm_ms, peak)
+            value = ctx.child.ask(request, ctx.timeout + self.plan.budget_s * 4)
         except CandidateError as exc:
             if exc.exc_type != OUTPUT_CONTRACT_ERROR:
                 raise
