@@ -78,7 +78,7 @@ def worker(budget_s: float) -> None:
 
     plan = TimingPlan(budget_s=budget_s)
     for name, (fn, inputs) in kernels(torch).items():
-        times = time_calls(lambda i: fn(*inputs[i]), len(inputs), plan)
+        times = time_calls(lambda i, fn=fn, inputs=inputs: fn(*inputs[i]), len(inputs), plan)
         print(json.dumps({"kernel": name, "samples_us": list(times.samples_us), "batch": times.batch,
                           "stop": times.stop_reason}), flush=True)
 

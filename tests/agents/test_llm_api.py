@@ -21,12 +21,12 @@ sys.path.insert(0, str(Path(__file__).parent))
 
 from model_server import RecordedRequest, ScriptedModelServer, ToolCall, Turn
 
-pytest.importorskip("httpx", reason="the api agent's tests need the llm extra (httpx)")
+pytest.importorskip("openai", reason="the api agent's tests need the llm extra (the openai SDK)")
+pytest.importorskip("anthropic", reason="the api agent's tests need the llm extra (the anthropic SDK)")
 
 from kernellab.agents.base import AgentError, ProposalRequest, create_agent
 from kernellab.agents.llm.pricing import Price, known_price, resolve_price
 from kernellab.agents.llm.retry import RetryPolicy, parse_retry_after
-from kernellab.agents.llm.transport import iter_sse
 
 TASK = "# Task: vector add\nAdd two vectors. Seen configs: N=4096.\n"
 PARENT = "import torch\n\nclass ModelNew(torch.nn.Module):\n    def forward(self, a, b):\n        return a + b\n"
@@ -332,8 +332,8 @@ def test_availability(monkeypatch):
     assert available.usable and "ANTHROPIC_API_KEY" in available.why and "k" not in available.why.split()
 
 
-def test_without_httpx_the_agent_names_the_extra():
-    code = ("import sys; sys.modules['httpx'] = None\n"
+def test_without_the_sdks_the_agent_names_the_extra():
+    code = ("import sys; sys.modules['openai'] = None; sys.modules['anthropic'] = None\n"
             "from kernellab.agents.base import AgentError, create_agent, registered\n"
             "from kernellab.agents.adapters.llm_api import ApiAgent\n"
             "print(ApiAgent.availability().why)\n"
@@ -366,8 +366,3 @@ def test_retry_waits():
     assert parse_retry_after({"retry-after-ms": "250", "retry-after": "9"}) == 0.25
     assert parse_retry_after({"retry-after": "Wed, 21 Oct 2015 07:28:00 GMT"}, now=1445412470.0) == 10.0
     assert parse_retry_after({}) is None and parse_retry_after({"retry-after": "soon"}) is None
-
-
-def test_server_sent_events_parse():
-    lines = [": comment", "event: a", "data: {\"x\":", "data: 1}", "", "data: [DONE]", ""]
-    assert list(iter_sse(iter(lines))) == [("a", '{"x":\n1}'), (None, "[DONE]")]

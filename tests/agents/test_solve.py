@@ -18,7 +18,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 from model_server import RecordedRequest, ScriptedModelServer, Turn
 
 from kernellab.agents.confine import probe_confinement
-from kernellab.agents.solve import SolveError, solve
+from kernellab.agents.solve import SolveError, SolveOptions, solve
 from kernellab.agents.strategies.context import SolveProgress
 from kernellab.agents.strategies.verifier import precision_recall
 from kernellab.agents.trajectory import iteration_table, iterations, read_trajectory
@@ -135,7 +135,7 @@ def assert_full_final_verdict(result, out: Path) -> None:
 def test_single_judges_its_one_proposal_in_full(tmp_path, recorded):
     (recorded / TASK.replace("/", "__") / "iter_1.py").write_text(GOOD)
     out = tmp_path / "out"
-    result = solve(TASK, "replay", replay(recorded), "single", None, None, out)
+    result = solve(TASK, SolveOptions("replay", out, agent_options=replay(recorded), strategy="single"))
     assert result.status == "passed" and result.exit_code == 0 and result.iterations == 1
     assert result.best_candidate == "c1" and result.best_kernel == out.resolve() / "best_kernel.py"
     assert_full_final_verdict(result, out)
@@ -143,7 +143,7 @@ def test_single_judges_its_one_proposal_in_full(tmp_path, recorded):
     assert job.status == "done" and job.strategy == "single" and run.confined
     assert [(a.iteration, a.kept, a.final) for a in attempts] == [(1, True, False), (1, False, True)]
     assert attempts[0].verdict == attempts[1].verdict  # one full verdict, not two evaluations
-    assert attempts[0].verdict["holdout"]["correct"] is True
+    assert attempts[0].verdict.holdout.correct is True
     assert [e.kind for e in events] == ["run", "start", "iteration", "stop", "final"]
     (record,) = iterations(read_trajectory(out))
     assert record["evaluation"] == "full" and record["decision"] == "answer" and record["kept"]
@@ -153,8 +153,7 @@ def test_single_judges_its_one_proposal_in_full(tmp_path, recorded):
 def test_best_of_n_keeps_the_first_correct_when_nothing_is_timed(tmp_path, recorded):
     out = tmp_path / "out"
     seen: list[SolveProgress] = []
-    result = solve(TASK, "replay", replay(recorded), "best-of-n", {"n": "3"}, "10it", out, progress=seen.append,
-                   seed=7)
+    result = solve(TASK, SolveOptions("replay", out, agent_options=replay(recorded), strategy="best-of-n", strategy_options={"n": "3"}, budget="10it", seed=7), progress=seen.append)
     assert result.status == "passed" and result.best_candidate == "c2" and result.iterations == 3
     assert result.summary == "c2: not timed: the first of 2 correct kernels"
     assert_full_final_verdict(result, out)
@@ -175,7 +174,7 @@ def test_best_of_n_keeps_the_first_correct_when_nothing_is_timed(tmp_path, recor
 
 def test_keep_revert_reverts_the_wrong_kernel_and_stops_on_patience(tmp_path, recorded):
     out = tmp_path / "out"
-    result = solve(TASK, "replay", replay(recorded), "keep-revert", {"patience": "2"}, "20it", out)
+    result = solve(TASK, SolveOptions("replay", out, agent_options=replay(recorded), strategy="keep-revert", strategy_options={"patience": "2"}, budget="20it"))
     assert result.status == "passed" and result.best_candidate == "c2"
     assert result.stop.rule == "patience" and result.iterations == 4
     assert_full_final_verdict(result, out)
@@ -188,7 +187,7 @@ def test_keep_revert_reverts_the_wrong_kernel_and_stops_on_patience(tmp_path, re
     _, _, attempts, _ = stored(out)
     searched = [a for a in attempts if not a.final]
     assert [(a.iteration, a.kept) for a in searched] == [(1, False), (2, True), (3, False), (4, False)]
-    assert searched[0].verdict["failed_stage"] == "smoke" and searched[3].verdict is None
+    assert searched[0].verdict.failed_stage == "smoke" and searched[3].verdict is None
     # per-round analysis falls out of the store
     rows = iteration_table(out)
     assert [(r["iteration"], r["compile_rate"], r["correct_rate"], r["solved_so_far"]) for r in rows] == [
@@ -202,7 +201,7 @@ def test_keep_revert_reverts_the_wrong_kernel_and_stops_on_patience(tmp_path, re
 def test_evolve_archives_correct_children_and_keeps_the_best(tmp_path, recorded):
     out = tmp_path / "out"
     options = {"generations": "2", "offspring": "2", "crossover_rate": "1"}
-    result = solve(TASK, "replay", replay(recorded), "evolve", options, None, out)
+    result = solve(TASK, SolveOptions("replay", out, agent_options=replay(recorded), strategy="evolve", strategy_options=options))
     assert result.status == "passed" and result.best_candidate == "c2" and result.iterations == 4
     assert_full_final_verdict(result, out)
     records = iterations(read_trajectory(out))
@@ -218,7 +217,7 @@ def test_evolve_archives_correct_children_and_keeps_the_best(tmp_path, recorded)
 
 def test_the_search_agent_climbs_from_its_templates(tmp_path):
     out = tmp_path / "out"
-    result = solve(TASK, "search", {"screen": "false"}, "keep-revert", {"patience": "2"}, "4it", out)
+    result = solve(TASK, SolveOptions("search", out, agent_options={"screen": "false"}, strategy="keep-revert", strategy_options={"patience": "2"}, budget="4it"))
     assert result.status == "passed" and result.best_candidate == "c1" and result.stop.rule == "patience"
     records = iterations(read_trajectory(out))
     assert records[0]["proposal"]["note"].startswith("template elementwise")
@@ -231,8 +230,7 @@ SLOW_AGENT = "sh -c 'sleep 1; echo thought for a second'"  # leaves kernel.py as
 
 def test_the_time_budget_stops_the_search_and_bounds_each_proposal(tmp_path):
     out = tmp_path / "out"
-    result = solve(TASK, "cli", {"command": SLOW_AGENT, "timeout_s": "600"}, "keep-revert", {"patience": "100"},
-                   "4s", out, confine=False)
+    result = solve(TASK, SolveOptions("cli", out, agent_options={"command": SLOW_AGENT, "timeout_s": "600"}, strategy="keep-revert", strategy_options={"patience": "100"}, budget="4s", confine=False))
     assert result.stop.rule == "time" and 2 <= result.iterations <= 5
     assert result.status == "failed"  # the skeleton, judged in full: the best attempt seen
     records = iterations(read_trajectory(out))
@@ -261,7 +259,7 @@ def test_evolve_with_the_verifier_skips_a_kernel_it_predicts_incorrect(tmp_path,
     out = tmp_path / "out"
     with ScriptedModelServer([verifier_reply] * 10) as server:
         options = {"generations": "1", "offspring": "3", **verifier_options(server)}
-        result = solve(TASK, "replay", replay(recorded), "evolve", options, None, out)
+        result = solve(TASK, SolveOptions("replay", out, agent_options=replay(recorded), strategy="evolve", strategy_options=options))
         requests = server.model_requests
     assert result.status == "passed" and result.best_candidate == "c2"
     assert len(requests) == 3 and all(r.body["model"] == "gpt-4o-mini" and "tools" not in r.body for r in requests)
@@ -286,7 +284,7 @@ def test_an_audit_runs_predicted_incorrect_kernels_anyway_so_the_verifier_can_be
     out = tmp_path / "out"
     with ScriptedModelServer([verifier_reply] * 10) as server:
         options = {"patience": "2", **verifier_options(server, verifier_audit="1")}
-        result = solve(TASK, "replay", replay(recorded), "keep-revert", options, "3it", out)
+        result = solve(TASK, SolveOptions("replay", out, agent_options=replay(recorded), strategy="keep-revert", strategy_options=options, budget="3it"))
     assert result.status == "passed"
     pr = precision_recall(read_trajectory(out))
     assert (pr["tp"], pr["fp"], pr["fn"], pr["tn"], pr["skipped"]) == (2, 0, 0, 1, 0)
@@ -306,8 +304,7 @@ def test_the_api_agent_is_told_why_it_was_reverted_and_checks_through_the_servic
               Turn.tool("finish", {"summary": "one Triton kernel each way"}, tokens_in=2000, tokens_out=8)]
     out = tmp_path / "out"
     with ScriptedModelServer(script) as server:
-        result = solve(TASK, "api", {"model": "gpt-4o-mini", "base_url": server.openai_base_url, "backoff_s": "0.01"},
-                       "keep-revert", None, "$0.001", out)
+        result = solve(TASK, SolveOptions("api", out, agent_options={"model": "gpt-4o-mini", "base_url": server.openai_base_url, "backoff_s": "0.01"}, strategy="keep-revert", budget="$0.001"))
         requests = server.model_requests
     assert result.status == "passed" and result.confined and result.best_candidate == "c2"
     assert result.stop.rule == "cost" and result.iterations == 2  # $0.00053, then $0.00144 >= $0.001
@@ -337,8 +334,7 @@ def test_a_cli_agent_is_confined_or_the_run_is_marked_unconfined(tmp_path, bwrap
     if bwrap == "bwrap" and not probe.available:
         pytest.skip(f"no confinement here: {probe.detail}")
     out = tmp_path / "out"
-    result = solve(TASK, "cli", {"command": CLI_AGENT, "env": {"KERNEL": GOOD}, "timeout_s": "120"}, "single", None,
-                   None, out, probe=probe)
+    result = solve(TASK, SolveOptions("cli", out, agent_options={"command": CLI_AGENT, "env": {"KERNEL": GOOD}, "timeout_s": "120"}, strategy="single", probe=probe))
     assert result.status == "passed"
     assert result.confined is probe.available
     check_output = (out / "workspace" / "check.txt").read_text()
@@ -366,8 +362,7 @@ def test_ctrl_c_keeps_what_was_recorded_and_resume_continues(tmp_path, recorded)
         if p.phase == "iteration" and p.iteration == 2:
             raise KeyboardInterrupt
 
-    result = solve(TASK, "replay", replay(recorded), "keep-revert", {"patience": "2"}, "20it", out,
-                   progress=interrupt_after_two)
+    result = solve(TASK, SolveOptions("replay", out, agent_options=replay(recorded), strategy="keep-revert", strategy_options={"patience": "2"}, budget="20it"), progress=interrupt_after_two)
     assert result.status == "interrupted" and result.exit_code == 130 and result.final_verdict is None
     assert result.best_candidate == "c2" and (out / "best_kernel.py").read_text() == GOOD
     _, job, attempts, events = stored(out)
@@ -376,11 +371,11 @@ def test_ctrl_c_keeps_what_was_recorded_and_resume_continues(tmp_path, recorded)
     assert json.loads((out / "result.json").read_text())["status"] == "interrupted"
 
     with pytest.raises(SolveError, match="already holds a solve"):
-        solve(TASK, "replay", replay(recorded), "keep-revert", {"patience": "2"}, "20it", out)
+        solve(TASK, SolveOptions("replay", out, agent_options=replay(recorded), strategy="keep-revert", strategy_options={"patience": "2"}, budget="20it"))
     with pytest.raises(SolveError, match="another strategy_options"):
-        solve(TASK, "replay", replay(recorded), "keep-revert", {"patience": "3"}, "20it", out, resume=True)
+        solve(TASK, SolveOptions("replay", out, agent_options=replay(recorded), strategy="keep-revert", strategy_options={"patience": "3"}, budget="20it", resume=True))
 
-    resumed = solve(TASK, "replay", replay(recorded), "keep-revert", {"patience": "2"}, "20it", out, resume=True)
+    resumed = solve(TASK, SolveOptions("replay", out, agent_options=replay(recorded), strategy="keep-revert", strategy_options={"patience": "2"}, budget="20it", resume=True))
     assert resumed.status == "passed" and resumed.best_candidate == "c2"
     _, job, attempts, events = stored(out)
     assert job.status == "done" and job.tries == 2
@@ -390,7 +385,7 @@ def test_ctrl_c_keeps_what_was_recorded_and_resume_continues(tmp_path, recorded)
     lines = read_trajectory(out)
     assert [r["iteration"] for r in lines if r["kind"] == "replayed"] == [1, 2]
     with pytest.raises(SolveError, match="is finished"):
-        solve(TASK, "replay", replay(recorded), "keep-revert", {"patience": "2"}, "20it", out, resume=True)
+        solve(TASK, SolveOptions("replay", out, agent_options=replay(recorded), strategy="keep-revert", strategy_options={"patience": "2"}, budget="20it", resume=True))
 
 
 def test_an_output_folder_in_use_or_a_bad_option_writes_nothing(tmp_path, recorded):
@@ -398,16 +393,16 @@ def test_an_output_folder_in_use_or_a_bad_option_writes_nothing(tmp_path, record
     busy.mkdir()
     (busy / "notes.txt").write_text("mine")
     with pytest.raises(SolveError, match="is not empty"):
-        solve(TASK, "replay", replay(recorded), "single", None, None, busy)
+        solve(TASK, SolveOptions("replay", busy, agent_options=replay(recorded), strategy="single"))
     from kernellab.agents.base import AgentError
 
     fresh = tmp_path / "fresh"
     with pytest.raises(AgentError, match="unknown option 'model'"):
-        solve(TASK, "replay", {**replay(recorded), "model": "x"}, "single", None, None, fresh)
+        solve(TASK, SolveOptions("replay", fresh, agent_options={**replay(recorded), "model": "x"}, strategy="single"))
     with pytest.raises(AgentError, match="unknown strategy"):
-        solve(TASK, "replay", replay(recorded), "greedy", None, None, fresh)
+        solve(TASK, SolveOptions("replay", fresh, agent_options=replay(recorded), strategy="greedy"))
     with pytest.raises(AgentError, match="--budget"):
-        solve(TASK, "replay", replay(recorded), "single", None, "soon", fresh)
+        solve(TASK, SolveOptions("replay", fresh, agent_options=replay(recorded), strategy="single", budget="soon"))
     assert not fresh.exists()
 
 
@@ -415,7 +410,7 @@ def test_an_agent_that_produces_nothing_ends_without_a_candidate(tmp_path):
     empty = tmp_path / "empty"
     (empty / TASK.replace("/", "__")).mkdir(parents=True)
     out = tmp_path / "out"
-    result = solve(TASK, "replay", {"kernels": str(empty)}, "keep-revert", None, "2it", out)
+    result = solve(TASK, SolveOptions("replay", out, agent_options={"kernels": str(empty)}, strategy="keep-revert", budget="2it"))
     assert result.status == "no_candidate" and result.exit_code == 1 and result.final_verdict is None
     assert result.stop.rule == "iterations" and not (out / "best_kernel.py").exists()
     with sqlite3.connect(out / "results.sqlite") as db:

@@ -60,7 +60,7 @@ def test_no_helpers_when_no_check_runs_between_the_load_and_the_timing(rmsnorm):
     def count(options):
         resolved = resolve(rmsnorm, options, cuda_available=True)
         session = SimpleNamespace(device="cuda", options=options, resolved=resolved)
-        return helper_count(session, SimpleNamespace(backend="triton"))
+        return helper_count(session, SimpleNamespace(language="triton"))
 
     full = count(EvalOptions())
     assert full == min(MAX_HELPERS, (os.cpu_count() or 1) // 2)

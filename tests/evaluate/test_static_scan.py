@@ -72,7 +72,7 @@ def test_plain_triton_candidate_passes_and_reports_its_kernels():
     result = scan(candidate("return _scale(x)"))
     assert_clean(result)
     assert result.own_kernels == OwnKernels(triton=frozenset({"_scale_kernel"}))
-    assert result.backend == "triton" and result.cpp_sources == []
+    assert result.language == "triton" and result.cpp_sources == []
 
 
 def test_views_allocations_and_metadata_are_not_library_compute():
@@ -227,7 +227,7 @@ def test_cuda_candidate_with_sources_in_module_strings():
     result = scan(CUDA_CANDIDATE)
     assert_clean(result)
     assert result.own_kernels.cuda == {"add_kernel", "scale_kernel"}
-    assert result.backend == "cuda"
+    assert result.language == "cuda"
     assert len(result.cpp_sources) == 2
     assert any("add_kernel<float><<<" in s for s in result.cpp_sources)
 
@@ -294,7 +294,7 @@ def test_a_file_without_kernels_breaks_strict_and_kernelbench_only():
     assert rules(scan(source, KB)) == {"own_kernel_required"}
     result = scan(source, OFF)
     assert_clean(result)
-    assert result.own_kernels.empty and result.backend is None
+    assert result.own_kernels.empty and result.language is None
 
 
 # --- fallbacks -----------------------------------------------------------------------------------

@@ -32,8 +32,9 @@ def outcome(run_dir: Path) -> dict[str, tuple]:
         for job in store.jobs(run.id):
             finals = [a for a in store.attempts(job) if a.final]
             assert len(finals) <= 1, job.key
-            v = finals[0].verdict if finals else {}
-            out[job.key] = (job.status, v.get("status"), v.get("correct"), (v.get("holdout") or {}).get("correct"))
+            v = finals[0].verdict if finals else None
+            out[job.key] = (job.status, v.status.value, v.correct, v.holdout.correct) if v else (job.status, None, None,
+                                                                                                  None)
         return out
 
 

@@ -313,7 +313,7 @@ def test_a_stopped_retime_is_summed_up_from_its_recorded_rounds(tmp_path, monkey
     for job in store.jobs(run.id):
         verdict = Verdict(task={"id": job.task_id}, candidate={"path": "k.py"}, device="H100", mode=Mode.GPU,
                           versions={}, policy="strict", seed=0)
-        verdict.status, verdict.correct = Status.PASSED, True
+        verdict.status, verdict.compiled, verdict.correct = Status.PASSED, True, True
         store.claim_next_job("w0")
         store.record_attempt(job, "# the kernel\n", verdict, final=True)
         store.finish_job(job, "done")

@@ -33,7 +33,7 @@ def test_a_tiny_campaign_on_local_ray(recorded, tmp_path):
         assert run.config["placement"]["backend"] == "ray" and run.config["mode"] == "interpret"
         jobs = store.jobs(run.id)
         assert [j.status for j in jobs] == ["done", "done"] and all(j.tries == 1 for j in jobs)
-        finals = {j.task_id: [a.verdict["correct"] for a in store.attempts(j) if a.final] for j in jobs}
+        finals = {j.task_id: [a.verdict.correct for a in store.attempts(j) if a.final] for j in jobs}
     assert finals == {"elementwise/relu": [True], "elementwise/leaky_relu": [False]}
     report = kernellab("report", str(out), "--format", "json")
     assert report.returncode == 0 and json.loads(report.stdout)["summary"]["n_results"] == 2

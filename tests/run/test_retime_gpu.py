@@ -30,7 +30,7 @@ def test_finalists_are_re_timed_round_after_round_with_eager_measured_each_time(
     for job in store.jobs(run.id):
         verdict = Verdict(task={"id": job.task_id}, candidate={"path": "kernel.py"}, device="cuda", mode=Mode.GPU,
                           versions={}, policy="strict", seed=0)
-        verdict.status, verdict.correct = Status.PASSED, True
+        verdict.status, verdict.compiled, verdict.correct = Status.PASSED, True, True
         store.claim_next_job("w0")
         store.record_attempt(job, kernels[job.task_id], verdict, final=True)
         store.finish_job(job, "done")

@@ -131,3 +131,19 @@ def test_summary_of_a_stored_run(store, verdict):
     assert s["generalization"]["p_holdout_given_seen"] == pytest.approx(0.5)
     assert s["cost"]["cost_usd"]["total"] == pytest.approx(3.0)
     assert s["per_iteration"][0]["correct_rate"] == pytest.approx(2 / 3)
+
+
+def test_peak_memory_vs_eager_comes_from_the_stored_eager_peak(store, verdict):
+    """The timing stage writes the eager reference's peak next to the candidate's; scoring divides them
+    (per forward timing, geometric mean) once the verdict has gone through the store and back."""
+    job = one_job(store)
+    v = verdict(speedup=2.0)
+    for t, eager_peak in zip(v.timings, (8192, 2048, 4096)):
+        t.eager_peak_mem_bytes = eager_peak
+    store.record_attempt(job, "v1", v, final=True)
+    store.finish_job(job, "done")
+    [r] = results_from_store(store, job.run_id)
+    # forward rows only: 4096/8192 and 4096/2048 -> geomean of 0.5 and 2.0 is 1.0
+    assert r.peak_mem_ratio == pytest.approx(1.0)
+    [a] = store.attempts(job)
+    assert [t.eager_peak_mem_bytes for t in a.verdict.timings] == [8192, 2048, 4096]

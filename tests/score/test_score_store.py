@@ -217,7 +217,7 @@ def test_record_attempt_with_verdict_and_artifact(store, run, verdict):
     assert store.kernel_path(a).read_text() == source
     assert a.iteration == 1 and a.usage.tokens_in == 1000 and a.note == "first try"
     # the full verdict round-trips, and the extracted columns agree with it
-    assert a.verdict == json.loads(v.to_json())
+    assert a.verdict.to_dict() == json.loads(v.to_json())
     row = raw(store).execute("SELECT status, compiled, correct, failed_stage, holdout_correct, speedup_vs_eager, "
                              "speedup_vs_compile, speedup_vs_baseline, holdout_speedup_vs_eager, elapsed_s "
                              "FROM verdicts WHERE attempt_id = ?", (a.id,)).fetchone()
@@ -240,7 +240,7 @@ def test_iterations_and_identical_proposals(store, run, verdict):
     assert a3.artifact is None and a3.verdict is None
     assert [a.id for a in store.attempts(job)] == [a1.id, a2.id, a3.id]
     assert [a.id for a in store.attempts(run_id=run.id)] == [a1.id, a2.id, a3.id]
-    assert a1.verdict["failed_stage"] == "shape_sweep"
+    assert a1.verdict.failed_stage == "shape_sweep"
 
 
 def test_attempt_flags(store, run, verdict):

@@ -15,7 +15,9 @@ import math
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, ClassVar
+from typing import Any, ClassVar
+
+from kernellab.registry import Registry
 
 
 class AgentError(Exception):
@@ -164,29 +166,17 @@ class Agent(abc.ABC):
     def propose(self, request: ProposalRequest) -> Proposal:
         """Produce one kernel. Must return within ``request.deadline_s`` (kill what it started)."""
 
-    def close(self) -> None:
+    def close(self) -> None:  # noqa: B027 - a default no-op; only adapters that hold something override it
         """Release what the agent holds (servers, sessions)."""
 
 
-_REGISTRY: dict[str, type[Agent]] = {}
-
-
-def register(name: str) -> Callable[[type[Agent]], type[Agent]]:
-    def decorate(cls: type[Agent]) -> type[Agent]:
-        if name in _REGISTRY and _REGISTRY[name] is not cls:
-            raise ValueError(f"agent {name!r} is registered twice")
-        cls.name = name
-        _REGISTRY[name] = cls
-        return cls
-
-    return decorate
+AGENTS: Registry[Agent, type[Agent]] = Registry("agent", "kernellab.agents.adapters")
+register = AGENTS.register
 
 
 def registered() -> dict[str, type[Agent]]:
     """Every agent adapter, by name (importing the adapters registers them)."""
-    import kernellab.agents.adapters  # noqa: F401 - registers the built-in adapters
-
-    return dict(sorted(_REGISTRY.items()))
+    return AGENTS.entries()
 
 
 def create_agent(name: str, **options: Any) -> Agent:

@@ -21,7 +21,7 @@ from kernellab.evaluate.profiling import (  # noqa: F401 - the profile and ncu s
     collect_profile,
     ncu_summary,
 )
-from kernellab.evaluate.verdict import Stage, Verdict
+from kernellab.evaluate.verdict import Stage, Verdict, VerdictSummary
 
 log = logging.getLogger(__name__)
 
@@ -43,12 +43,7 @@ def public_verdict(verdict: Verdict, kernel_name: str = "kernel.py") -> dict[str
 
 def verdict_summary(verdict: Verdict) -> dict[str, Any]:
     """A short record of a verdict (for check logs and trajectories)."""
-    return {"status": verdict.status.value, "compiled": verdict.compiled, "correct": verdict.correct,
-            "failed_stage": verdict.failed_stage.value if verdict.failed_stage else None,
-            "error": _clip(verdict.error) if verdict.error else None,
-            "violations": sorted(verdict.violation_kinds()), "speedup": dict(verdict.speedup),
-            "mode": verdict.mode.value, "compile_seconds": verdict.compile_seconds,
-            "elapsed_s": round(verdict.elapsed_s, 3)}
+    return VerdictSummary.of(verdict, _clip).to_dict()
 
 
 # ------------------------------------------------------------------------------------ text

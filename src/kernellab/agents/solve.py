@@ -184,28 +184,49 @@ class SolveResult:
 # ------------------------------------------------------------------------------------ solve
 
 
-def solve(task: Task | str | Path, agent_name: str, agent_options: Mapping[str, Any] | None = None,
-          strategy_name: str = "single", strategy_options: Mapping[str, Any] | None = None,
-          budget: Budget | str | None = None, out_dir: str | Path | None = None, *, confine: bool = True,
-          progress: Callable[[SolveProgress], None] | None = None, eval_options: EvalOptions | None = None,
-          seed: int = 0, resume: bool = False, probe: Probe | None = None,
-          check_timeout_s: float = 900.0) -> SolveResult:
-    """Solve ``task`` with ``agent_name`` under ``strategy_name`` within ``budget``; see the module
-    docstring for what lands in ``out_dir``. ``probe``: the confinement probe (default: this
-    machine's). Ctrl-C ends it cleanly: what was recorded stays, the result says ``interrupted``."""
+@dataclass(frozen=True)
+class SolveOptions:
+    """How to solve one task: the agent and its options, the strategy and its options, the budget,
+    where results go, and how to evaluate. One frozen record resolved by the caller (the CLI, a
+    campaign's job) and passed down, instead of a long keyword list.
+
+    ``probe``: the confinement probe (default: this machine's); ``resume`` continues the unfinished
+    solve in ``out_dir``; ``check_timeout_s`` bounds one ``kernellab check`` from inside the workspace.
+    """
+
+    agent: str
+    out_dir: str | Path
+    agent_options: Mapping[str, Any] = field(default_factory=dict)
+    strategy: str = "single"
+    strategy_options: Mapping[str, Any] = field(default_factory=dict)
+    budget: Budget | str | None = None
+    confine: bool = True
+    eval_options: EvalOptions | None = None
+    seed: int = 0
+    resume: bool = False
+    probe: Probe | None = None
+    check_timeout_s: float = 900.0
+
+
+def solve(task: Task | str | Path, options: SolveOptions, *,
+          progress: Callable[[SolveProgress], None] | None = None) -> SolveResult:
+    """Solve ``task`` as ``options`` say; see the module docstring for what lands in ``out_dir``.
+    Ctrl-C ends it cleanly: what was recorded stays, the result says ``interrupted``."""
+    o = options
+    agent_name, out_dir, confine, probe = o.agent, o.out_dir, o.confine, o.probe
     if out_dir is None:
         raise SolveError("solve needs an output folder (out_dir, --out)")
     task = task if isinstance(task, Task) else load_task(task)
-    budget = budget if isinstance(budget, Budget) else Budget.parse(budget)
-    strategy = create_strategy(strategy_name, **dict(strategy_options or {}))
+    budget = o.budget if isinstance(o.budget, Budget) else Budget.parse(o.budget)
+    strategy = create_strategy(o.strategy, **dict(o.strategy_options or {}))
     agents = registered()
     if agent_name not in agents:
         raise AgentError(f"unknown agent {agent_name!r}; known: {', '.join(agents)}")
     out = Path(out_dir).expanduser().resolve()
-    previous = _previous_solve(out, resume)
+    previous = _previous_solve(out, o.resume)
     confinement = plan_confinement(agents[agent_name], agent_name, confine, probe)
     holder: dict[str, CheckService] = {}
-    agent_opts = dict(agent_options or {})
+    agent_opts = dict(o.agent_options or {})
     if confinement.applies and confine and "wrap" not in agent_opts:
         agent_opts["wrap"] = _wrapper(holder, task, probe)
     agent = create_agent(agent_name, **agent_opts)  # a bad option fails before anything is written
@@ -213,8 +234,8 @@ def solve(task: Task | str | Path, agent_name: str, agent_options: Mapping[str, 
     try:
         v_opts = strategy.verifier_options()
         verifier = LLMVerifier(v_opts) if v_opts is not None else None
-        run = _Run(task, agent_name, agent_opts, strategy, budget, out, confinement, seed, eval_options,
-                   check_timeout_s, previous, holder)
+        run = _Run(task, agent_name, agent_opts, strategy, budget, out, confinement, o.seed, o.eval_options,
+                   o.check_timeout_s, previous, holder)
         return run.execute(agent, verifier, progress)
     finally:
         agent.close()

@@ -7,7 +7,7 @@
   kernel.py      the kernel in hand: given, the task's baseline, or a skeleton ModelNew
   check          standard-library Python: asks the orchestrator's check service, else `kernellab check`
   .kernellab/
-    workspace.json   task id, backend, how the workspace task is stored
+    workspace.json   task id, kernel language, how the workspace task is stored
     task/            the workspace task: task.toml + reference.py (+ baseline.py), no holdout configs
     check.sock       the check service's socket while one is listening
 ```
@@ -20,20 +20,20 @@ from __future__ import annotations
 import ast
 import dataclasses
 import json
-import math
 import re
 import textwrap
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
+from kernellab.tasks.language import KernelLanguage, kernel_language
 from kernellab.tasks.load import load_task
-from kernellab.tasks.model import OutputSpec, Task, TaskError, Visibility
+from kernellab.tasks.toml_schema import TaskToml
+from kernellab.tasks.model import Task, TaskError, Visibility
 
 STATE_DIR = ".kernellab"
 MANIFEST = "workspace.json"
 SOCKET_NAME = "check.sock"
-BACKENDS = ("triton", "cuda")
+LANGUAGES = tuple(x.value for x in KernelLanguage)
 
 
 class WorkspaceError(TaskError):
@@ -44,7 +44,7 @@ class WorkspaceError(TaskError):
 class Workspace:
     path: Path
     task_id: str
-    backend: str  # "triton" | "cuda"
+    language: str  # the kernel language: "triton" | "cuda"
     kernel_origin: str  # "given" | "baseline" | "skeleton"
     task_path: Path  # the workspace task (a folder, or a KernelBench file) inside .kernellab/
 
@@ -72,24 +72,24 @@ def public_task(task: Task) -> Task:
 
 
 def build_workspace(task: Task, dest: Path, kernel_source: str | None = None, *,
-                    backend: str | None = None) -> Workspace:
+                    language: str | None = None) -> Workspace:
     """Write a workspace for ``task`` into ``dest`` (created; it must be empty if it exists).
 
     ``kernel_source`` becomes kernel.py; without it the task's baseline, else a skeleton ModelNew for
-    ``backend`` (default: the kernel's own backend, else the baseline's, else Triton).
+    ``language`` (default: the kernel's own language, else the baseline's, else Triton).
     """
     dest = Path(dest)
     if dest.exists() and (not dest.is_dir() or any(dest.iterdir())):
         raise WorkspaceError(f"workspace {dest} already exists and is not an empty folder")
-    if backend is not None and backend not in BACKENDS:
-        raise WorkspaceError(f"backend {backend!r} is not one of {', '.join(BACKENDS)}")
+    if language is not None and language not in LANGUAGES:
+        raise WorkspaceError(f"language {language!r} is not one of {', '.join(LANGUAGES)}")
     if kernel_source is not None:
         kernel, origin = kernel_source, "given"
     elif task.baseline_source:
         kernel, origin = task.baseline_source, "baseline"
     else:
         kernel, origin = None, "skeleton"
-    chosen = backend or (detect_backend(kernel) if kernel is not None else None) or task.baseline_backend or "triton"
+    chosen = language or (kernel_language(kernel).value if kernel is not None else None) or task.baseline_language or "triton"
     if kernel is None:
         kernel = skeleton(task, chosen)
     public = public_task(task)
@@ -97,11 +97,11 @@ def build_workspace(task: Task, dest: Path, kernel_source: str | None = None, *,
     state = dest / STATE_DIR
     state.mkdir()
     task_path = write_task_folder(public, state / "task")
-    workspace = Workspace(path=dest.resolve(), task_id=task.id, backend=chosen, kernel_origin=origin,
+    workspace = Workspace(path=dest.resolve(), task_id=task.id, language=chosen, kernel_origin=origin,
                           task_path=task_path.resolve())
     _verify_copy(public, workspace)
     (state / MANIFEST).write_text(json.dumps({
-        "schema": 1, "task_id": task.id, "backend": chosen, "kernel_origin": origin,
+        "schema": 1, "task_id": task.id, "language": chosen, "kernel_origin": origin,
         "task_path": task_path.relative_to(dest).as_posix(), "task_sha256": public.sha256}, indent=1) + "\n")
     (dest / "reference.py").write_text(task.source)
     (dest / "kernel.py").write_text(kernel)
@@ -131,7 +131,7 @@ def load_workspace(path: Path) -> Workspace:
     manifest = path / STATE_DIR / MANIFEST
     try:
         meta = json.loads(manifest.read_text())
-        return Workspace(path=path, task_id=meta["task_id"], backend=meta["backend"],
+        return Workspace(path=path, task_id=meta["task_id"], language=meta.get("language") or meta["backend"],
                          kernel_origin=meta["kernel_origin"], task_path=(path / meta["task_path"]).resolve())
     except (OSError, ValueError, KeyError, TypeError) as exc:
         raise WorkspaceError(f"{manifest}: not a readable workspace manifest ({type(exc).__name__}: {exc})") from None
@@ -142,10 +142,6 @@ def load_workspace_task(workspace: Workspace) -> Task:
     if task.configs_of(Visibility.HOLDOUT):  # never judge holdout configs from inside a workspace
         task = public_task(task)
     return dataclasses.replace(task, id=workspace.task_id)
-
-
-def detect_backend(source: str) -> str:
-    return "cuda" if "load_inline" in source or "cpp_extension" in source else "triton"
 
 
 # ------------------------------------------------------------------------------------ the workspace task
@@ -167,70 +163,8 @@ def write_task_folder(task: Task, folder: Path) -> Path:
 
 def task_toml(task: Task) -> str:
     """A schema-1 task.toml for ``task`` (holdout configs included only if the task has them)."""
-    lines = ["# The task an agent-side check judges against. Held-out configurations are not part of it.",
-             "schema = 1"]
-
-    def put(key: str, value: Any) -> None:
-        lines.append(f"{key} = {toml_value(value)}")
-
-    put("category", task.category)
-    put("description", task.description)
-    put("dtypes", list(task.dtypes))
-    put("keep_dtype", list(task.keep_dtype))
-    put("fp32_precision", task.fp32_precision)
-    put("backward", task.backward)
-    put("grad_inputs", list(task.grad_inputs))
-    put("mutates", list(task.mutates))
-    put("policy", task.policy.value)
-    put("outputs", [_output_table(o) for o in task.outputs])
-    put("tolerance_factor", float(task.tolerance_factor))
-    if task.bytes_formula is not None:
-        put("bytes", task.bytes_formula)
-    if task.flops_formula is not None:
-        put("flops", task.flops_formula)
-    put("input_domain", {name: domain.value for name, domain in task.input_domain})
-    for key, visibility in (("configs", Visibility.SEEN), ("edge", Visibility.EDGE), ("small", Visibility.SMALL),
-                            ("holdout", Visibility.HOLDOUT)):
-        configs = task.configs_of(visibility)
-        if configs:
-            lines.append(f"{key} = [")
-            lines += [f"    {toml_value(c.as_dict())}," for c in configs]
-            lines.append("]")
-    return "\n".join(lines) + "\n"
-
-
-def _output_table(spec: OutputSpec) -> dict[str, Any]:
-    table: dict[str, Any] = {"compare": spec.compare.value, "ulp": spec.ulp, "dim": spec.dim}
-    if spec.of is not None:
-        table["of"] = spec.of
-    if spec.through is not None:
-        table["through"] = spec.through
-    return table
-
-
-_BARE_KEY = re.compile(r"^[A-Za-z0-9_-]+$")
-
-
-def toml_value(value: Any) -> str:
-    """One TOML value (inline tables and arrays included) that ``tomllib`` reads back equal."""
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, int):
-        return str(value)
-    if isinstance(value, float):
-        if math.isnan(value):
-            return "nan"
-        if math.isinf(value):
-            return "inf" if value > 0 else "-inf"
-        return repr(value)
-    if isinstance(value, str):
-        return json.dumps(value, ensure_ascii=False).replace("\x7f", "\\u007f")
-    if isinstance(value, (list, tuple)):
-        return "[" + ", ".join(toml_value(v) for v in value) + "]"
-    if isinstance(value, dict):
-        items = ", ".join(f"{k if _BARE_KEY.match(k) else json.dumps(k)} = {toml_value(v)}" for k, v in value.items())
-        return "{ " + items + " }" if items else "{}"
-    raise WorkspaceError(f"cannot write a {type(value).__name__} ({value!r}) to task.toml")
+    header = "The task an agent-side check judges against. Held-out configurations are not part of it."
+    return TaskToml.of(task).to_toml(header)
 
 
 def _verify_copy(public: Task, workspace: Workspace) -> None:
@@ -247,7 +181,7 @@ def _verify_copy(public: Task, workspace: Workspace) -> None:
 # ------------------------------------------------------------------------------------ the skeleton kernel
 
 
-def skeleton(task: Task, backend: str) -> str:
+def skeleton(task: Task, language: str) -> str:
     """A ModelNew with the reference's signatures and parameters; forward is left to the agent."""
     tree = ast.parse(task.source)
     model = next((n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "Model"), None)
@@ -268,7 +202,7 @@ def skeleton(task: Task, backend: str) -> str:
     own = ["import torch", "import torch.nn as nn"]
     imports = own + [i for i in imports if i and i not in own]
     helpers = "".join(f"\n\n{h}\n" for h in _helpers(task.source, tree, methods.get("__init__")))
-    return (f"{_SKELETON_HEADER[backend]}\n" + "\n".join(imports) + "\n" + _SKELETON_IMPORTS[backend] + helpers
+    return (f"{_SKELETON_HEADER[language]}\n" + "\n".join(imports) + "\n" + _SKELETON_IMPORTS[language] + helpers
             + "\n\nclass ModelNew(nn.Module):\n"
             "    # __init__ is copied from Model: keep the parameter and buffer names, the judge copies the\n"
             f"    # reference's values into them.\n{body}")
@@ -349,11 +283,11 @@ _SKELETON_IMPORTS = {
 # ------------------------------------------------------------------------------------ TASK.md
 
 
-def task_markdown(task: Task, backend: str, *, has_baseline: bool) -> str:
+def task_markdown(task: Task, language: str, *, has_baseline: bool) -> str:
     """TASK.md: what to build, the reference, the public configs, the rules and a playbook."""
     from kernellab.evaluate.scan_rules import RULES
 
-    kernels = "Triton" if backend == "triton" else "CUDA C++"
+    kernels = "Triton" if language == "triton" else "CUDA C++"
     start = ("the task's baseline kernel: it is correct; make it faster" if has_baseline
              else "a skeleton: `__init__` is done, `forward` is yours")
     facts = [
@@ -395,7 +329,7 @@ def task_markdown(task: Task, backend: str, *, has_baseline: bool) -> str:
         "## Checking your kernel\n",
         _CHECKING,
         f"## Playbook: {kernels}\n",
-        _PLAYBOOK[backend],
+        _PLAYBOOK[language],
         "## The reference (`reference.py`)\n",
         f"```python\n{task.source.rstrip()}\n```\n",
     ]

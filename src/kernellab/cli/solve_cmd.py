@@ -76,7 +76,7 @@ def solve_command(
 ) -> None:
     """Solve one task with one agent and a strategy; exit 0 passed, 1 failed, 2 unusable, 3 holdout failed."""
     from kernellab.agents.base import AgentError, Budget
-    from kernellab.agents.solve import solve
+    from kernellab.agents.solve import SolveOptions, solve
     from kernellab.evaluate.options import EvalOptions
     from kernellab.score import StoreError
 
@@ -88,9 +88,10 @@ def solve_command(
         note_ignored_budget(strategy, budget, console)
         display = LiveDisplay(console, f"{task} · {agent} · {strategy} · budget {parsed_budget}")
         with stdout_to_stderr(), display:
-            result = solve(task, agent, agent_options, strategy, strategy_options, parsed_budget, out,
-                           confine=not no_confine, progress=display.update, seed=seed, resume=resume,
-                           eval_options=EvalOptions(device=device, debug=debug))
+            options = SolveOptions(agent, out, agent_options, strategy, strategy_options, parsed_budget,
+                                   confine=not no_confine, seed=seed, resume=resume,
+                                   eval_options=EvalOptions(device=device, debug=debug))
+            result = solve(task, options, progress=display.update)
     except (*UsageError, AgentError, StoreError) as exc:
         report_usage_error(exc, debug)
         raise typer.Exit(2) from None

@@ -48,13 +48,13 @@ def list_command(
         table.add_column(col, no_wrap=True)
     for r in rows:
         table.add_row(r["id"], " ".join(_SHORT_DTYPES.get(d, d) for d in r["dtypes"]), "yes" if r["backward"] else "",
-                      r["baseline_backend"] or "", str(len(r["configs"])), str(len(r["holdout"])))
+                      r["baseline_language"] or "", str(len(r["configs"])), str(len(r["holdout"])))
     console.print(table)
     categories = sorted({r["category"] for r in rows})
     console.print(f"{plural(len(rows), 'task')} in {plural(len(categories), 'category')}; "
                   f"{sum(r['backward'] for r in rows)} with backward; "
-                  f"{plural(sum(r['baseline_backend'] == 'triton' for r in rows), 'Triton baseline')}, "
-                  f"{plural(sum(r['baseline_backend'] == 'cuda' for r in rows), 'CUDA baseline')}",
+                  f"{plural(sum(r['baseline_language'] == 'triton' for r in rows), 'Triton baseline')}, "
+                  f"{plural(sum(r['baseline_language'] == 'cuda' for r in rows), 'CUDA baseline')}",
                   highlight=False)
 
 

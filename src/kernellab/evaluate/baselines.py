@@ -31,6 +31,7 @@ import torch
 from kernellab.evaluate.reference import PARAM_SEED, Case
 from kernellab.evaluate.rounds import LocalRounds
 from kernellab.evaluate.timing_slots import TimingSlots
+from kernellab.sandbox.clock import peak_memory
 from kernellab.sandbox.timing_stats import METHOD_VERSION, TimingPlan
 from kernellab.tasks.materialize import build_model, cast_model, copy_matching_state, flatten_outputs
 from kernellab.tasks.model import Config
@@ -95,6 +96,17 @@ def _caller(model: Callable, sets: list[Case], backward: bool) -> Callable[[int]
         return torch.autograd.grad(flat, wrt, case.grad_outputs, allow_unused=True)
 
     return call_bwd
+
+
+def eager_peak_mem_bytes(slots: TimingSlots, backward: bool) -> int | None:
+    """Peak CUDA memory of one eager call on the first timed input set, above what was allocated
+    before and outputs included: what the candidate's timing measures of the candidate, so "peak
+    memory vs eager" compares like with like. None when the inputs are not on a GPU."""
+    sets = slots.as_cases()
+    device = next((a.device for a in sets[0].inputs if isinstance(a, torch.Tensor) and a.is_cuda), None)
+    if device is None:
+        return None
+    return peak_memory(_caller(sets[0].eager_model, sets, backward), (0,), device=device)
 
 
 def _median_us(call: Callable[[int], Any], slots: TimingSlots, plan: TimingPlan, method: str) -> float:

@@ -226,7 +226,6 @@ def measure_copy_gbps(device: Any, nbytes: int = COPY_BYTES) -> float:
     src = torch.empty(nbytes // 4, dtype=torch.float32, device=device).uniform_()
     dst = torch.empty_like(src)
     best_ms = _best_ms(lambda: dst.copy_(src), _COPY_REPS, device)
-    del src, dst
     return 2 * nbytes / (best_ms * 1e-3) / 1e9
 
 
@@ -241,7 +240,6 @@ def measure_matmul_tflops(device: Any, dtype: str, fp32_precision: str = "ieee",
     out = torch.empty(n, n, device=device, dtype=torch_dtype)
     with matmul_fp32_precision(fp32_precision):
         best_ms = _best_ms(lambda: torch.mm(a, b, out=out), _MATMUL_REPS, device)
-    del a, b, out
     return 2 * n**3 / (best_ms * 1e-3) / 1e12
 
 

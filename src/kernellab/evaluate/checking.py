@@ -20,6 +20,7 @@ from kernellab.evaluate.tolerance import compare_output, normalised_error
 from kernellab.evaluate.verdict import ConfigCheck, Violation, ViolationKind
 from kernellab.sandbox.candidate import CandidateError
 from kernellab.sandbox.evidence import as_bits, has_poison
+from kernellab.sandbox.requests import RunRequest
 from kernellab.tasks.model import Comparator, OutputSpec
 
 # The exception the child raises when a call returns anything but plain tensors (sandbox/plain.py).
@@ -60,8 +61,7 @@ def run_case(ctx, case: Case, *, profile: bool = False, backward: bool = False,
         call["grad_outputs"] = case.grad_outputs
     where = label or case.problem.config.label
     try:
-        value = ctx.child.request("run", ctx.timeout, key=ctx.model_key(case), calls=[call],
-                                  poison_bytes=poison_sizes(case), profile=profile)
+        value = ctx.child.ask(RunRequest(ctx.model_key(case), [call], poison_sizes(case), profile), ctx.timeout)
     except CandidateError as exc:
         if exc.exc_type != OUTPUT_CONTRACT_ERROR:
             raise

@@ -34,6 +34,7 @@ from kernellab.evaluate import gpu_sharing
 from kernellab.evaluate.options import Resolved
 from kernellab.evaluate.verdict import Stage
 from kernellab.sandbox.candidate import CandidateError, CandidateProcess, ChildFailure, ChildSpec
+from kernellab.sandbox.requests import ImportRequest, WarmRequest
 from kernellab.tasks.materialize import reference_file
 from kernellab.tasks.model import Config, Task, Visibility
 
@@ -50,7 +51,7 @@ def helper_count(session, scan) -> int:
     """How many helpers this evaluation gets: ``EvalOptions.compile_ahead``, or by default up to
     ``MAX_HELPERS`` for a Triton candidate on a GPU of its own and a machine with cores to spare."""
     chosen = session.options.compile_ahead
-    if session.device != "cuda" or scan is None or scan.backend != "triton":
+    if session.device != "cuda" or scan is None or scan.language != "triton":
         return 0
     if chosen is not None:
         return max(0, int(chosen))
@@ -135,11 +136,10 @@ class CompileAhead:
             if self._paused:
                 helper.send_signal(signal.SIGSTOP)
         try:
-            helper.request("import", max(session.options.compile_timeout_s, ctx.timeout), path=str(ctx.path),
-                           reference_class=ctx.is_own_reference)
-            self.submitted[helper.pid] = helper.submit("warm", source=session.task.source,
-                                                       where=str(reference_file(session.task)),
-                                                       seed=WARM_SEED, items=items)
+            helper.ask(ImportRequest(str(ctx.path), ctx.is_own_reference),
+                       max(session.options.compile_timeout_s, ctx.timeout))
+            self.submitted[helper.pid] = helper.send(WarmRequest(session.task.source, str(reference_file(session.task)),
+                                                                 WARM_SEED, items))
         except (CandidateError, ChildFailure) as exc:  # killed at the end, or the checks will say why
             log.info("compile-ahead helper %d: %s", i, exc)
 

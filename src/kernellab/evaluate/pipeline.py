@@ -22,6 +22,7 @@ from kernellab.evaluate.verdict import Stage, StageResult, Status, Verdict, Viol
 from kernellab.sandbox.candidate import CandidateError, CandidateProcess, ChildFailure
 from kernellab.sandbox.interpreter_gap import GAP_NAMES
 from kernellab.sandbox.interpreter_gap import describe as describe_gap
+from kernellab.sandbox.requests import InstantiateRequest
 from kernellab.tasks.model import Policy, TaskError
 
 log = logging.getLogger(__name__)
@@ -74,9 +75,8 @@ class EvalContext:
             handed = handover.copies(own)
             if self.session.device == "cuda":
                 torch.cuda.synchronize()  # the copies have landed before the child maps them (as restore_inputs)
-            value = self.child.request("instantiate", timeout, key=key, init_inputs=handed["init_inputs"],
-                                       seed=PARAM_SEED, state=handed["state"], dtype=case.dtype,
-                                       keep_dtype=list(case.problem.task.keep_dtype))
+            value = self.child.ask(InstantiateRequest(key, handed["init_inputs"], PARAM_SEED, handed["state"],
+                                                      case.dtype, list(case.problem.task.keep_dtype)), timeout)
             # On the CPU the child holds its own copy and sends back what it holds after instantiating.
             after = value.get("received_after") if isinstance(value, dict) else None
             self.handed_at_instantiate = (after if after is not None else handed, own, case.problem.config.label)

@@ -44,7 +44,9 @@ class OwnKernels:
 class ScanResult:
     violations: list[Violation] = field(default_factory=list)
     own_kernels: OwnKernels = field(default_factory=OwnKernels)
-    backend: Literal["triton", "cuda"] | None = None  # "cuda" whenever C++ is compiled
+    # The kernel language as the verifier sees the code (aliases resolved, any C++ build counts):
+    # "cuda" whenever C++ is compiled. The names are those of ``tasks.language.KernelLanguage``.
+    language: Literal["triton", "cuda"] | None = None
     cpp_sources: list[str] = field(default_factory=list)  # one per load_inline source argument
     syntax_error: str | None = None  # "file:line: msg": a load failure, not a violation
 
@@ -67,8 +69,8 @@ def scan_candidate(source: str, filename: str, policy: Policy) -> ScanResult:
     except RecursionError:
         return ScanResult(syntax_error=f"{filename}:1: code nested too deeply to analyse")
     own = OwnKernels(frozenset(facts.triton), frozenset(facts.cuda))
-    backend = "cuda" if facts.cuda or facts.cpp else ("triton" if facts.triton else None)
-    return ScanResult(_violations(found, filename, policy), own, backend, [s.text for s in facts.cpp])
+    language = "cuda" if facts.cuda or facts.cpp else ("triton" if facts.triton else None)
+    return ScanResult(_violations(found, filename, policy), own, language, [s.text for s in facts.cpp])
 
 
 def _violations(findings: list[Finding], filename: str, policy: Policy) -> list[Violation]:

@@ -139,7 +139,7 @@ class NormTemplate(Template):
     def match(self, task: Task, model: ReferenceModel) -> Match | None:
         if len(model.outputs) not in (1, 2):
             return None
-        for position, out in enumerate(model.outputs):
+        for position, out in enumerate(model.outputs):  # noqa: B007 - read after the loop: the output that matched
             parts = _layer_parts(out, model) if out.op == "layer_norm" else _rms_parts(out, model)
             if parts is not None:
                 break

@@ -139,7 +139,9 @@ def read_rotation(out: Node, inputs: list[str]) -> dict:
     if set(by0) != {0, 1} or set(by1) != {0, 1} or by0[0][0] != 1 or by1[1][0] != 1:
         raise _NotRope("not a rotation of the two halves")
     c0, s0, c1, s1 = by0[0][2], by0[1][2], by1[1][2], by1[0][2]
-    key = lambda t: (t.positions, t.unsqueeze)
+    def key(t):
+        return t.positions, t.unsqueeze
+
     if c0.source != c1.source or s0.source != s1.source or len({key(c0), key(c1), key(s0), key(s1)}) != 1:
         raise _NotRope("tables indexed differently")
     if (c0.part is None) != (c1.part is None) or (s0.part is None) != (s1.part is None):

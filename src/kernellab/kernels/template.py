@@ -15,12 +15,12 @@ from __future__ import annotations
 
 import abc
 import textwrap
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any, ClassVar
 
 from kernellab.kernels.reference_model import ReferenceModel, read_model
+from kernellab.registry import Registry
 from kernellab.tasks.model import Task
 
 HEADER_IMPORTS = "import torch\nimport torch.nn as nn\nimport triton\nimport triton.language as tl\n"
@@ -94,25 +94,14 @@ class Template(abc.ABC):
 # matched on their reference alone.
 OPEN_CATEGORIES = frozenset({"kernelbench", "uncategorized"})
 
-_REGISTRY: dict[str, Template] = {}
-
-
-def register_template(name: str) -> Callable[[type[Template]], type[Template]]:
-    def decorate(cls: type[Template]) -> type[Template]:
-        if name in _REGISTRY and type(_REGISTRY[name]) is not cls:
-            raise ValueError(f"template {name!r} is registered twice")
-        cls.name = name
-        _REGISTRY[name] = cls()
-        return cls
-
-    return decorate
+# Templates are stateless: the registry keeps one instance of each.
+TEMPLATES: Registry[Template, Template] = Registry("template", "kernellab.kernels", make=lambda cls: cls())
+register_template = TEMPLATES.register
 
 
 def templates() -> dict[str, Template]:
     """Every registered template, by name (importing ``kernellab.kernels`` registers the built-in ones)."""
-    import kernellab.kernels  # noqa: F401 - registers the built-in templates
-
-    return dict(sorted(_REGISTRY.items()))
+    return TEMPLATES.entries()
 
 
 def match_templates(task: Task, reference_source: str | None = None) -> list[Match]:

@@ -66,7 +66,7 @@ def per_op_budget(budget: str, ops: int) -> str:
     from kernellab.agents.base import Budget
 
     b = Budget.parse(budget)
-    parts = [p for p in budget.split(",") if p.strip() and not p.strip()[-1:] in "smh"]
+    parts = [p for p in budget.split(",") if p.strip() and p.strip()[-1:] not in "smh"]
     seconds = getattr(b, "seconds", None) or getattr(b, "time_s", None)
     if seconds:
         parts.append(f"{max(int(seconds / max(ops, 1)), 10)}s")

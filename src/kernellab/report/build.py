@@ -81,13 +81,13 @@ def with_retime(row: TaskRow, retimed: dict[tuple[str, str, int, str], dict]) ->
 def run_info(record: RunRecord, attempts: list[AttemptRecord], unfinished: int = 0) -> RunInfo:
     """A run as recorded, completed from its verdicts where the run record left a field empty
     (a run made without naming its device still has verdicts that do)."""
-    verdicts = [a.verdict for a in attempts if a.verdict]
-    device = record.device or next((v.get("device") for v in verdicts if v.get("device")), None)
+    verdicts = [a.verdict for a in attempts if a.verdict is not None]
+    device = record.device or next((v.device for v in verdicts if v.device), None)
     versions = dict(record.versions)
     for v in verdicts:
-        for package, version in (v.get("versions") or {}).items():
+        for package, version in v.versions.items():
             if version and not versions.get(package):
                 versions[package] = str(version)
-    modes = tuple(sorted({str(v["mode"]) for v in verdicts if v.get("mode")}))
+    modes = tuple(sorted({v.mode.value for v in verdicts}))
     return RunInfo(run_id=record.id, created=record.created, device=device, versions=versions,
                    confined=record.confined, modes=modes, unfinished=unfinished)

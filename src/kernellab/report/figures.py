@@ -197,7 +197,7 @@ def iteration_figures(report: RunReport, c: dict[str, str], timed: bool = True) 
 
 def cost_figure(report: RunReport, c: dict[str, str], empty: str) -> Figure:
     rows = [r for r in report.rows if r.correct and r.speedup_vs_eager]
-    for field, label in (("cost_usd", "cost (USD, all attempts)"), ("tokens", "tokens (all attempts)"),
+    for field, label in (("cost_usd", "cost (USD, all attempts)"), ("tokens", "tokens (all attempts)"),  # noqa: B007 - label is read after the loop
                          ("wall_s", "agent wall time (s)")):
         known = [r for r in rows if getattr(r, field) is not None]
         if known:

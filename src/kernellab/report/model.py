@@ -7,7 +7,7 @@ Every number comes from ``kernellab.score``; this layer selects and formats, it 
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +18,8 @@ from kernellab.score.records import AttemptPoint
 # Version of the JSON documents this package writes (report, compare, leaderboard). A change that
 # renames or removes a key is a new version; adding a key is not.
 REPORT_SCHEMA = 1
+# Result fields computed here rather than copied (kind as its value, tokens as a sum).
+_RESULT_FIELDS = {f.name for f in fields(Result)} - {"kind", "tokens"}
 
 
 class ReportError(ValueError):
@@ -80,19 +82,13 @@ class TaskRow:
 
     @classmethod
     def from_result(cls, result: Result, run: RunInfo) -> TaskRow:
-        return cls(
-            run_id=run.run_id, task_id=result.task_id, category=result.category, kind=result.kind.value,
-            agent=result.agent, seed=result.seed, strategy=result.strategy, status=result.status,
-            scored=result.scored, compiled=result.compiled, correct=result.correct,
-            holdout_correct=result.holdout_correct, speedup_vs_eager=result.speedup_vs_eager,
-            speedup_vs_compile=result.speedup_vs_compile, speedup_vs_baseline=result.speedup_vs_baseline,
-            holdout_speedup_vs_eager=result.holdout_speedup, pct_of_roofline=result.pct_of_roofline,
-            peak_mem_bytes=result.peak_mem_bytes, tokens_in=result.tokens_in, tokens_out=result.tokens_out,
-            tokens=result.tokens, steps=result.steps, cost_usd=result.cost_usd, wall_s=result.wall_s,
-            attempts=result.attempts,
-            arena_points=arena_points(result) if result.scored else None,
-            gain_points=gain_points(result) if result.scored else None,
-            confined=run.confined)
+        """Every field a ``Result`` has under the same name is taken on by name (so a field added to
+        both is carried without another hand-written copy); the rest is said here."""
+        shared = {f.name: getattr(result, f.name) for f in fields(cls) if f.name in _RESULT_FIELDS}
+        return cls(**shared, run_id=run.run_id, kind=result.kind.value, scored=result.scored,
+                   holdout_speedup_vs_eager=result.holdout_speedup, tokens=result.tokens,
+                   arena_points=arena_points(result) if result.scored else None,
+                   gain_points=gain_points(result) if result.scored else None, confined=run.confined)
 
     @property
     def key(self) -> tuple[str, str, int, str]:

@@ -18,6 +18,7 @@ from typing import Any
 from kernellab.score.records import TaskKind
 from kernellab.score.store import DB_NAME, Store
 from kernellab.score.store_records import JobSpec, RunRecord
+from kernellab.tasks.catalog import suite_id, suite_task_dirs
 from kernellab.tasks.load import SUITE_ROOT, load_task
 from kernellab.tasks.model import Task, TaskError
 
@@ -154,7 +155,7 @@ def resolve_tasks(selector: str) -> tuple[str, ...]:
 def _resolve_one(item: str) -> list[str]:
     path = Path(item).expanduser()
     if item in SUITE_WORDS and not path.exists():
-        return [_suite_id(p) for p in sorted(SUITE_ROOT.glob("*/*/reference.py"))]
+        return [suite_id(d) for d in suite_task_dirs()]
     if path.exists():
         if path.is_dir() and not (path / "reference.py").exists():
             refs = sorted(path.glob("*/reference.py")) or sorted(path.glob("*/*/reference.py"))
@@ -168,18 +169,13 @@ def _resolve_one(item: str) -> list[str]:
         return [item]
     folder = SUITE_ROOT / item
     if folder.is_dir():
-        return [_suite_id(p) for p in sorted(folder.glob("*/reference.py"))]
-    by_category = [_suite_id(p) for p in sorted(SUITE_ROOT.glob("*/*/reference.py"))
-                   if load_task(p.parent).category == item]
+        return [suite_id(d) for d in suite_task_dirs() if d.parent == folder]
+    by_category = [suite_id(d) for d in suite_task_dirs() if load_task(d).category == item]
     if by_category:
         return by_category
     categories = sorted(p.name for p in SUITE_ROOT.iterdir() if p.is_dir())
     raise CampaignError(f"--tasks {item!r} is not a path, a suite id, a category ({', '.join(categories)}) "
                         f"or 'suite'")
-
-
-def _suite_id(reference: Path) -> str:
-    return f"{reference.parent.parent.name}/{reference.parent.name}"
 
 
 def job_specs(spec: CampaignSpec, tasks: Mapping[str, Task] | None = None) -> list[JobSpec]:

@@ -64,7 +64,7 @@ def run_solve(task: Any, agent: str, seed: int, spec: CampaignSpec, out: Path, *
     """Run (or continue, or find finished) the solve of one job in ``out``; records nothing outside
     ``out``, so it runs the same on the machine that holds the campaign's store and on one that does
     not. ``task``: a suite id, a path or a ``Task``; ``agent_options``: the agent's (default: the spec's)."""
-    from kernellab.agents.solve import solve
+    from kernellab.agents.solve import SolveOptions, solve
     from kernellab.evaluate.options import EvalOptions
 
     finished = _finished_solve(out)
@@ -75,10 +75,12 @@ def run_solve(task: Any, agent: str, seed: int, spec: CampaignSpec, out: Path, *
         shutil.rmtree(out)  # killed before its solve recorded anything: start it afresh
     options = spec.options_for(agent) if agent_options is None else dict(agent_options)
     try:
-        result = solve(task, agent, options, spec.strategy, dict(spec.strategy_options), spec.budget, out,
-                       confine=spec.confine, progress=progress,
-                       eval_options=EvalOptions(device="cpu" if interpret else "cuda",
-                                                **spec.evaluation_overrides()), seed=seed, resume=started)
+        solve_options = SolveOptions(agent, out, options, spec.strategy, dict(spec.strategy_options), spec.budget,
+                                     confine=spec.confine,
+                                     eval_options=EvalOptions(device="cpu" if interpret else "cuda",
+                                                              **spec.evaluation_overrides()),
+                                     seed=seed, resume=started)
+        result = solve(task, solve_options, progress=progress)
     except KeyboardInterrupt:
         return SolveEnd("interrupted")
     except Exception as exc:  # noqa: BLE001 — any failure of a solve is the job's, recorded

@@ -3,6 +3,7 @@ as a rich live panel on a terminal, and one line per finished job either way."""
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Self
@@ -16,6 +17,7 @@ from kernellab.report.cells import plural
 from kernellab.report.fleet import fleet, fleet_rows
 from kernellab.score.from_store import scoring_attempt
 from kernellab.score.store import Store
+from kernellab.score.store_records import JobStatus
 
 
 @dataclass(frozen=True)
@@ -61,17 +63,17 @@ def standing(store: Store, run_id: int, *, workers: int, at: datetime | None = N
         by_job: dict[int, list] = {}
         for a in store.attempts(run_id=run_id):
             by_job.setdefault(a.job_id, []).append(a)
-    counts = {s: sum(1 for j in jobs if j.status == s) for s in ("pending", "running", "done", "failed")}
+    counts = {s: sum(1 for j in jobs if j.status is s) for s in JobStatus}
     finished, best = [], {}
     for j in jobs:
-        if j.status not in ("done", "failed"):
+        if not j.status.finished:
             continue
         chosen = scoring_attempt(by_job.get(j.id, []))
-        v = (chosen.verdict if chosen is not None else None) or {}
-        correct = bool(v.get("correct"))
-        speedup = (v.get("speedup") or {}).get("vs_eager")
-        verdict = f"crashed: {j.error or 'no reason recorded'}" if j.status == "failed" \
-            else v.get("status") or "no_candidate"
+        v = chosen.verdict if chosen is not None else None
+        correct = v is not None and v.correct
+        speedup = v.speedup_vs_eager if v is not None else None
+        verdict = f"crashed: {j.error or 'no reason recorded'}" if j.status == JobStatus.FAILED \
+            else v.status.value if v is not None else "no_candidate"
         finished.append(JobLine(j.id, j.key, j.status, str(verdict), correct, speedup))
         if correct and speedup is not None and speedup > best.get(j.task_id, 0.0):
             best[j.task_id] = speedup

@@ -38,6 +38,7 @@ from typing import Any, Self
 
 from kernellab.evaluate.gpu_sharing import give_back_memory
 from kernellab.evaluate.options import default_cache_dir
+from kernellab.evaluate.verdict import Status
 from kernellab.sandbox.timing_stats import ratio_interval
 from kernellab.score.store import Store
 from kernellab.score.store_records import RETIME, RETIME_SAMPLE, RunRecord
@@ -264,7 +265,7 @@ def finalists(store: Store, run: RunRecord) -> list[Finalist]:
     for a in store.attempts(run_id=run.id):
         job = jobs.get(a.job_id)
         path = store.kernel_path(a)
-        if job is None or not a.final or not a.verdict or a.verdict.get("status") != "passed" or path is None:
+        if job is None or not a.final or a.verdict is None or a.verdict.status is not Status.PASSED or path is None:
             continue
         out.append(Finalist(job.id, job.task_id, job.agent, job.seed, path))
     return out

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import faulthandler
 import gc
-import importlib.util
 import os
 import resource
 import sys
@@ -27,6 +26,7 @@ import torch
 
 from kernellab.sandbox import guard as sandbox_guard
 from kernellab.sandbox import plain, round_clock  # bind the timers before candidate code runs
+from kernellab.sandbox.candidate_module import load_candidate
 from kernellab.sandbox.channel import Channel, ChannelClosed, ProtocolError
 from kernellab.sandbox.concealment import detached
 from kernellab.sandbox.evidence import (CallSpan, OpLog, compiled_graphs, end_call, kernel_records,
@@ -175,26 +175,8 @@ class Harness:
         if self.guard is not None:  # its code is the candidate's even where it lies among trusted files
             self.guard.untrust(path)
             self.guard.untrust(os.path.realpath(path))
-        name = f"kernellab_candidate_{os.getpid()}"
-        module_spec = importlib.util.spec_from_file_location(name, path)
-        module = importlib.util.module_from_spec(module_spec)
-        sys.modules[name] = module
         mark_own_compiles(path, self.interpret)  # its kernels compile under names no library kernel has
-        # Compiled from the file's current bytes, never from a cached .pyc: a candidate rewritten in
-        # place within the same second and at the same size (a search loop's next proposal) would
-        # otherwise run the previous one's bytecode, which the bytecode cache's mtime check accepts.
-        with open(path, "rb") as f:
-            code = compile(f.read(), path, "exec", dont_inherit=True)
-        exec(code, module.__dict__)
-        # ModelNew by contract; only the task's reference evaluated as its own candidate has Model.
-        self.model_cls = getattr(module, "ModelNew", None)
-        if self.model_cls is None and reference_class:
-            self.model_cls = getattr(module, "Model", None)
-        if not isinstance(self.model_cls, type):
-            also = " (it defines Model, the reference's class: name the candidate's class ModelNew)" \
-                if isinstance(getattr(module, "Model", None), type) else ""
-            raise AttributeError(f"the candidate defines no class ModelNew{also}")
-        self.module = module
+        self.module, self.model_cls = load_candidate(path, f"kernellab_candidate_{os.getpid()}", reference_class)
         return {"seconds": _perf_counter() - started}
 
     def op_instantiate(self, key: str, init_inputs: list[Any], seed: int, state: dict[str, torch.Tensor],

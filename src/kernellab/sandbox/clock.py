@@ -335,7 +335,7 @@ def time_graph(call: Callable[[int], Any], n_sets: int, plan: TimingPlan, *,
         graph, outputs = _capture(call, n_sets, k, stream, device)
         _synchronize(device)
         try:
-            times = _timed_loop(lambda j: graph.replay(), k, "graph", plan, flusher, stream, device)
+            times = _timed_loop(lambda j, graph=graph: graph.replay(), k, "graph", plan, flusher, stream, device)
             if after is not None:
                 for j, out in enumerate(outputs):
                     after(j % n_sets, out)

@@ -250,7 +250,7 @@ def verifier(rec: Record, after: Callable[[], None]) -> Callable[[int], tuple[bo
                                 _DESCRIPTORS)
 
 
-def _make_verify(entries, probes, lists, after, tags, tools, builtin_names, descriptors):
+def _make_verify(entries, probes, lists, after, tags, tools, builtin_names, descriptors):  # noqa: C901 - sealed like the guard's policy: no patchable helpers
     read_tag, itemgetter, contents_of, is_ = tools
     missing = object()
     closed, timing, hot, whole = 1, 2, 4, 8
@@ -324,12 +324,12 @@ def _make_verify(entries, probes, lists, after, tags, tools, builtin_names, desc
         except ValueError:  # a cell was emptied
             now = ()
         if len(now) != len(cell_contents) or not all(map(is_, now, cell_contents)):
-            for i, (label, cell, contents, is_timing, _) in enumerate(chosen):
+            for i, (label, _cell, contents, is_timing, _) in enumerate(chosen):
                 if i >= len(now) or now[i] is not contents:
                     return is_timing, label + " was rebound"
         if level == 1:
             return None
-        for label, fn, args, expected, is_hot in (hot_probes if hot_only else probes):
+        for label, fn, args, expected, _is_hot in (hot_probes if hot_only else probes):
             if fn(*args) is not expected:
                 return False, label + " was changed"
         if not hot_only:

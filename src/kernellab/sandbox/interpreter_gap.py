@@ -181,7 +181,7 @@ def _matches(gap: Gap, exc: BaseException, frames: list[tuple[str, str, str]]) -
 def _launch_index(frames: list[tuple[str, str, str]]) -> int | None:
     """The last frame of the interpreter's kernel launch (``GridExecutor.__call__``), if any."""
     found = None
-    for i, (path, function, qualified) in enumerate(frames):
+    for i, (path, _function, qualified) in enumerate(frames):
         if path == _TRITON + "runtime/interpreter.py" and qualified == "GridExecutor.__call__":
             found = i
     return found

@@ -103,15 +103,9 @@ def main(argv: list[str]) -> int:
         return SETUP_FAILED
     phase, label = "import", ""
     try:
-        import importlib.util
+        from kernellab.sandbox.candidate_module import load_candidate
 
-        spec = importlib.util.spec_from_file_location(f"kernellab_candidate_{os.getpid()}", job["candidate"])
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[spec.name] = module
-        spec.loader.exec_module(module)
-        model_cls = getattr(module, "ModelNew", None) or getattr(module, "Model", None)
-        if not isinstance(model_cls, type):
-            raise AttributeError("the candidate defines no class ModelNew")
+        _module, model_cls = load_candidate(job["candidate"], f"kernellab_candidate_{os.getpid()}")
         mark("imported")
         for item in job["items"]:
             label = f"{item['label']} {item['dtype']}" + (" backward" if item.get("grad_inputs") is not None else "")

@@ -33,12 +33,13 @@ from kernellab.score.store_records import (
     AttemptUsage,
     JobRecord,
     JobSpec,
+    JobStatus,
     RunRecord,
 )
 from kernellab.score.summary import summarize
 
 __all__ = [
-    "FAST_P_THRESHOLDS", "AttemptPoint", "AttemptRecord", "AttemptUsage", "JobRecord", "JobSpec", "Result",
+    "FAST_P_THRESHOLDS", "AttemptPoint", "AttemptRecord", "AttemptUsage", "JobRecord", "JobSpec", "JobStatus", "Result",
     "RunRecord", "SchemaVersionError", "Store", "StoreError", "TaskKind", "arena_points",
     "attempt_points_from_store", "compile_rate", "correct_rate", "cost_summary", "fast_p", "fast_p_curve",
     "fast_p_table", "gain_points", "holdout_given_seen", "holdout_speedup_delta", "memory_summary",

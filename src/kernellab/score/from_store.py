@@ -18,13 +18,11 @@ from collections import defaultdict
 from collections.abc import Sequence
 from typing import Any
 
+from kernellab.evaluate.verdict import Verdict
 from kernellab.score.records import NO_CANDIDATE, AttemptPoint, Result
 from kernellab.score.stats import finite, geomean, mean, positive, ratio
 from kernellab.score.store import Store
 from kernellab.score.store_records import AttemptRecord, JobRecord
-
-FINISHED = ("done", "failed")
-
 
 def scoring_attempt(attempts: Sequence[AttemptRecord]) -> AttemptRecord | None:
     """The attempt whose verdict scores the job (see the module docstring)."""
@@ -37,10 +35,11 @@ def scoring_attempt(attempts: Sequence[AttemptRecord]) -> AttemptRecord | None:
             return marked[-1]
 
     def rank(a: AttemptRecord) -> tuple:
-        v = a.verdict or {}
-        speedup = positive([(v.get("speedup") or {}).get("vs_eager")])
-        return (a.verdict is not None, bool(v.get("correct")), speedup[0] if speedup else 0.0,
-                bool(v.get("compiled")), a.iteration, a.id)
+        v = a.verdict
+        if v is None:
+            return (False, False, 0.0, False, a.iteration, a.id)
+        speedup = positive([v.speedup_vs_eager])
+        return (True, v.correct, speedup[0] if speedup else 0.0, v.compiled, a.iteration, a.id)
 
     return max(ordered, key=rank)
 
@@ -62,35 +61,31 @@ def result_for_job(job: JobRecord, attempts: Sequence[AttemptRecord]) -> Result:
     return Result(**base, **verdict_fields(chosen.verdict))
 
 
-def verdict_fields(vd: dict[str, Any]) -> dict[str, Any]:
-    """The ``Result`` fields a verdict document (``Verdict.to_dict()``) determines."""
-    speedup = vd.get("speedup") or {}
-    holdout = vd.get("holdout") or {}
-    timings = vd.get("timings") or []
-    forward = [t for t in timings if t.get("phase", "forward") == "forward"] or timings
-    mem_ratios = [ratio(t.get("peak_mem_bytes"), t.get("eager_peak_mem_bytes")) for t in forward]
-    peaks = [t["peak_mem_bytes"] for t in timings if t.get("peak_mem_bytes") is not None]
-    correct = bool(vd.get("correct"))
+def verdict_fields(v: Verdict) -> dict[str, Any]:
+    """The ``Result`` fields a verdict determines: the one place a verdict's fields become a result's
+    (``report.model.TaskRow.from_result`` takes them on by name)."""
+    forward = v.forward_timings
+    peaks = [t.peak_mem_bytes for t in v.timings if t.peak_mem_bytes is not None]
     return {
-        "status": vd.get("status", "failed"),
-        "compiled": bool(vd.get("compiled")) or correct,
-        "correct": correct,
-        "speedup_vs_eager": speedup.get("vs_eager"),
-        "speedup_vs_compile": speedup.get("vs_compile"),
-        "speedup_vs_baseline": speedup.get("vs_baseline"),
-        "holdout_correct": holdout.get("correct"),
-        "holdout_speedup": (holdout.get("speedup") or {}).get("vs_eager"),
-        "seen_speedups": tuple(finite(t.get("speedup_vs_eager") for t in forward)),
-        "pct_of_roofline": mean(t.get("pct_of_roofline") for t in forward),
+        "status": v.status.value,
+        "compiled": v.compiled,
+        "correct": v.correct,
+        "speedup_vs_eager": v.speedup.get("vs_eager"),
+        "speedup_vs_compile": v.speedup.get("vs_compile"),
+        "speedup_vs_baseline": v.speedup.get("vs_baseline"),
+        "holdout_correct": v.holdout.correct,
+        "holdout_speedup": v.holdout.speedup.get("vs_eager"),
+        "seen_speedups": tuple(finite(t.speedup_vs_eager for t in forward)),
+        "pct_of_roofline": mean(t.pct_of_roofline for t in forward),
         "peak_mem_bytes": max(peaks) if peaks else None,
-        "peak_mem_ratio": geomean(mem_ratios),
+        "peak_mem_ratio": geomean([ratio(t.peak_mem_bytes, t.eager_peak_mem_bytes) for t in forward]),
     }
 
 
 def results_from_store(store: Store, run_id: int | None = None, *, include_unfinished: bool = False) -> list[Result]:
     """One ``Result`` per finished job (``done`` or ``failed``) of ``run_id`` (default: every run)."""
     with store.snapshot():
-        jobs = [j for j in store.jobs(run_id) if include_unfinished or j.status in FINISHED]
+        jobs = [j for j in store.jobs(run_id) if include_unfinished or j.status.finished]
         by_job = _attempts_by_job(store, run_id)
     return [result_for_job(j, by_job.get(j.id, [])) for j in jobs]
 
@@ -107,10 +102,9 @@ def attempt_points_from_store(store: Store, run_id: int | None = None) -> list[A
             continue
         v = a.verdict
         points.append(AttemptPoint(
-            job=jobs[a.job_id].key, iteration=a.iteration,
-            compiled=bool(v and (v.get("compiled") or v.get("correct"))), correct=bool(v and v.get("correct")),
-            speedup=(v.get("speedup") or {}).get("vs_eager") if v else None,
-            status=v.get("status", "failed") if v else NO_CANDIDATE))
+            job=jobs[a.job_id].key, iteration=a.iteration, compiled=bool(v and v.compiled),
+            correct=bool(v and v.correct), speedup=v.speedup_vs_eager if v else None,
+            status=v.status.value if v else NO_CANDIDATE))
     return points
 
 

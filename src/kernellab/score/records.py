@@ -10,6 +10,8 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass, field
 
+from kernellab.evaluate.verdict import UNSCORED
+
 
 class TaskKind(str, enum.Enum):
     """A task with a baseline kernel is kernel→kernel (improve a kernel); otherwise torch→kernel."""
@@ -22,10 +24,10 @@ class TaskKind(str, enum.Enum):
         return cls.KERNEL_TO_KERNEL if has_baseline else cls.TORCH_TO_KERNEL
 
 
-# Verdict statuses that say nothing about the candidate: the evaluation could not be carried out
-# here (no GPU, an interpreter gap, a bug in kernellab). They are left out of every rate and mean,
-# and counted as ``n_unscored``, so a CPU run is not charged with failures that are not the agent's.
-UNSCORED_STATUSES = frozenset({"needs_gpu", "unsupported_in_interpreter", "harness_error"})
+# Verdict statuses that say nothing about the candidate (``evaluate.verdict.UNSCORED``): left out of
+# every rate and mean, and counted as ``n_unscored``, so a CPU run is not charged with failures that
+# are not the agent's.
+UNSCORED_STATUSES = UNSCORED
 
 # Status of a finished job that left no verdict at all (the agent produced no kernel): a failure.
 NO_CANDIDATE = "no_candidate"

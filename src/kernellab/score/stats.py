@@ -9,26 +9,12 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable
 
-
-def finite(values: Iterable[float | None]) -> list[float]:
-    """The finite numbers among ``values`` (None, NaN and ±inf removed)."""
-    return [float(v) for v in values if v is not None and math.isfinite(v)]
-
-
-def positive(values: Iterable[float | None]) -> list[float]:
-    """The finite, strictly positive numbers among ``values`` (what a ratio's logarithm needs)."""
-    return [v for v in finite(values) if v > 0]
+from kernellab.means import finite, geomean, positive  # noqa: F401 - scoring's statistics, one place
 
 
 def mean(values: Iterable[float | None]) -> float | None:
     xs = finite(values)
     return sum(xs) / len(xs) if xs else None
-
-
-def geomean(values: Iterable[float | None]) -> float | None:
-    """Geometric mean of the positive finite values; None when there are none."""
-    xs = positive(values)
-    return math.exp(sum(math.log(x) for x in xs) / len(xs)) if xs else None
 
 
 def fraction(count: int, total: int) -> float | None:

@@ -42,6 +42,7 @@ from kernellab.score.store_records import (
     EventRecord,
     JobRecord,
     JobSpec,
+    JobStatus,
     RunRecord,
 )
 
@@ -243,10 +244,10 @@ class Store:
         return [JobRecord.from_row(r) for r in self._conn.execute(sql + " ORDER BY id", args)]
 
     def status_counts(self, run_id: int | None = None) -> dict[str, int]:
-        counts = dict.fromkeys(JOB_STATUSES, 0)
+        counts = dict.fromkeys(JobStatus, 0)
         sql = "SELECT status, count(*) FROM jobs" + (" WHERE run_id = ?" if run_id is not None else "")
         for status, n in self._conn.execute(sql + " GROUP BY status", () if run_id is None else (run_id,)):
-            counts[status] = n
+            counts[JobStatus(status)] = n
         return counts
 
     def claim_next_job(self, worker: str, *, gpu: str | None = None, run_id: int | None = None) -> JobRecord | None:
@@ -268,8 +269,9 @@ class Store:
             c.execute("UPDATE jobs SET heartbeat = ? WHERE id = ?", (now(), _id(job)))
 
     def finish_job(self, job: JobRecord | int, status: str, error: str | None = None) -> JobRecord:
-        if status not in ("done", "failed"):
+        if status not in (JobStatus.DONE, JobStatus.FAILED):
             raise ValueError(f"a job finishes 'done' or 'failed', not {status!r}")
+        status = JobStatus(status)
         with self.transaction() as c:
             c.execute("UPDATE jobs SET status = ?, finished = ?, error = ? WHERE id = ?",
                       (status, now(), error, _id(job)))

@@ -2,12 +2,28 @@
 
 from __future__ import annotations
 
+import enum
 import json
 import sqlite3
 from dataclasses import dataclass, field
 from typing import Any
 
+from kernellab.evaluate.verdict import Verdict
 from kernellab.score.records import TaskKind
+
+
+class JobStatus(str, enum.Enum):
+    """Where a job of a campaign stands (the ``jobs.status`` column; ``schema.JOB_STATUSES`` spells
+    the same words in the table's CHECK constraint)."""
+
+    PENDING = "pending"
+    RUNNING = "running"
+    DONE = "done"  # finished with what the agent produced (whatever its verdict)
+    FAILED = "failed"  # the job itself broke (the agent crashed, the worker died too often)
+
+    @property
+    def finished(self) -> bool:
+        return self in (JobStatus.DONE, JobStatus.FAILED)
 
 
 @dataclass(frozen=True)
@@ -63,7 +79,7 @@ class JobRecord:
     strategy: str
     category: str
     kind: TaskKind
-    status: str
+    status: JobStatus
     worker: str | None = None
     gpu: str | None = None
     worker_host: str | None = None
@@ -82,7 +98,7 @@ class JobRecord:
     def from_row(cls, row: sqlite3.Row) -> JobRecord:
         return cls(id=row["id"], run_id=row["run_id"], task_id=row["task_id"], agent=row["agent"],
                    seed=row["seed"], strategy=row["strategy"], category=row["category"],
-                   kind=TaskKind(row["kind"]), status=row["status"], worker=row["worker"], gpu=row["gpu"],
+                   kind=TaskKind(row["kind"]), status=JobStatus(row["status"]), worker=row["worker"], gpu=row["gpu"],
                    worker_host=row["worker_host"], worker_pid=row["worker_pid"], tries=row["tries"],
                    started=row["started"], finished=row["finished"], heartbeat=row["heartbeat"],
                    error=row["error"])
@@ -101,7 +117,7 @@ class AttemptRecord:
     final: bool
     note: str | None
     verdict_id: int | None = None
-    verdict: dict[str, Any] | None = field(default=None, repr=False)
+    verdict: Verdict | None = field(default=None, repr=False)
 
     @classmethod
     def from_row(cls, row: sqlite3.Row) -> AttemptRecord:
@@ -112,7 +128,7 @@ class AttemptRecord:
                                       cost_usd=row["cost_usd"], agent_steps=row["agent_steps"],
                                       wall_s=row["wall_s"]),
                    created=row["created"], kept=bool(row["kept"]), final=bool(row["final"]), note=row["note"],
-                   verdict_id=row["verdict_id"], verdict=json.loads(verdict) if verdict is not None else None)
+                   verdict_id=row["verdict_id"], verdict=Verdict.from_json(verdict) if verdict is not None else None)
 
 
 # Event kinds the campaign's re-timing of finalists records (``run.scheduler``) and reports read:

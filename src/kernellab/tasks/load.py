@@ -12,6 +12,9 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
+from kernellab.tasks.language import kernel_language
+from kernellab.tasks.toml_schema import CONFIG_LISTS, OutputTable, TaskToml
+from kernellab.tasks.toml_schema import SCHEMA_VERSION as TOML_SCHEMA
 from kernellab.tasks.model import (
     DTYPES,
     FIXED_METRICS,
@@ -29,34 +32,7 @@ from kernellab.tasks.model import (
 from kernellab.tasks.module import module_constants
 
 SUITE_ROOT = Path(__file__).parent / "suite"
-SCHEMA_VERSION = 1
-
-# key -> (python type(s), required)
-_TOML_KEYS: dict[str, tuple[type | tuple[type, ...], bool]] = {
-    "schema": (int, True),
-    "category": (str, True),
-    "description": (str, False),
-    "dtypes": (list, False),
-    "keep_dtype": (list, False),
-    "fp32_precision": (str, False),
-    "backward": (bool, False),
-    "grad_inputs": (list, False),
-    "mutates": (list, False),
-    "policy": (str, False),
-    "outputs": (list, False),
-    "tolerance_factor": ((int, float), False),
-    "bytes": (str, False),
-    "flops": (str, False),
-    "input_domain": (dict, False),
-    "configs": (list, False),
-    "edge": (list, False),
-    "holdout": (list, False),
-    "small": (list, False),
-    "keep_init": (list, False),
-}
-_OUTPUT_KEYS = {"compare", "ulp", "of", "dim", "through", *FIXED_METRICS}
-_CONFIG_LISTS = {"configs": Visibility.SEEN, "edge": Visibility.EDGE, "holdout": Visibility.HOLDOUT,
-                 "small": Visibility.SMALL}
+SCHEMA_VERSION = TOML_SCHEMA  # kept for callers that name the version the loader reads
 
 
 def load_task(spec: str | Path) -> Task:
@@ -120,57 +96,54 @@ def _load_task_folder(folder: Path) -> Task:
     source = _read_text(ref)
     _require_kernelbench_names(source, ref)
     toml_path = folder / "task.toml"
-    meta: dict[str, Any] = {}
+    where = str(toml_path)
+    spec = TaskToml(schema=TOML_SCHEMA, category="uncategorized")
     if toml_path.is_file():
         try:
             meta = tomllib.loads(_read_text(toml_path))
         except tomllib.TOMLDecodeError as exc:
             raise TaskError(f"{toml_path}: invalid TOML: {exc}") from None
-        _check_keys(meta, toml_path)
+        spec = TaskToml.parse(meta, toml_path)  # unknown keys, missing ones, wrong types: one line
     baseline_path = folder / "baseline.py"
     baseline = _read_text(baseline_path) if baseline_path.is_file() else None
     constants = module_constants(source, ref)
-    configs = _parse_configs(meta, constants, toml_path)
-    where = str(toml_path)
-    dtypes = tuple(_str_list(meta, "dtypes", where) or ["float32"])
+    configs = _parse_configs(spec, constants, toml_path)
+    if spec.dtypes is not None and not spec.dtypes:
+        raise TaskError(f"{where}: dtypes is empty")
+    dtypes = tuple(spec.dtypes or ["float32"])
     for dt in dtypes:
         if dt not in DTYPES:
             raise TaskError(f"{where}: dtypes: unknown dtype {dt!r} (one of {', '.join(DTYPES)})")
-    precision = meta.get("fp32_precision", "ieee")
-    if precision not in ("ieee", "tf32"):
-        raise TaskError(f"{where}: fp32_precision must be 'ieee' or 'tf32', not {precision!r}")
-    factor = meta.get("tolerance_factor", 8.0)
-    if isinstance(factor, bool) or float(factor) <= 0:
+    if spec.fp32_precision not in ("ieee", "tf32"):
+        raise TaskError(f"{where}: fp32_precision must be 'ieee' or 'tf32', not {spec.fp32_precision!r}")
+    if spec.tolerance_factor <= 0:
         raise TaskError(f"{where}: tolerance_factor must be a positive number")
-    factor = float(factor)
-    if "dtypes" in meta and not dtypes:
-        raise TaskError(f"{where}: dtypes is empty")
-    _check_names(meta, forward_arguments(source, ref), source, where)
+    _check_names(spec, forward_arguments(source, ref), source, where)
     seen = {repr(c.values) for c in configs if c.visibility is Visibility.SEEN}  # repr: list values are unhashable
     overlap = [c.label for c in configs if c.visibility is Visibility.HOLDOUT and repr(c.values) in seen]
     if overlap:
         raise TaskError(f"{where}: holdout config {overlap[0]} is also a seen config")
     return Task(
         id=task_id_for(folder), root=folder, source=source,
-        category=meta.get("category", "uncategorized"),
-        description=meta.get("description", ""),
+        category=spec.category,
+        description=spec.description,
         baseline_source=baseline,
-        baseline_backend=_baseline_backend(baseline) if baseline else None,
+        baseline_language=kernel_language(baseline).value if baseline else None,
         dtypes=dtypes,
-        keep_dtype=tuple(_str_list(meta, "keep_dtype", where)),
-        fp32_precision=precision,
-        backward=bool(meta.get("backward", False)),
-        grad_inputs=tuple(_str_list(meta, "grad_inputs", where)),
-        mutates=tuple(_str_list(meta, "mutates", where)),
-        policy=_enum(Policy, meta.get("policy", "strict"), where, "policy"),
-        outputs=_parse_outputs(meta.get("outputs", [{}]), where),
-        tolerance_factor=factor,
-        bytes_formula=meta.get("bytes"),
-        flops_formula=meta.get("flops"),
+        keep_dtype=tuple(spec.keep_dtype),
+        fp32_precision=spec.fp32_precision,
+        backward=spec.backward,
+        grad_inputs=tuple(spec.grad_inputs),
+        mutates=tuple(spec.mutates),
+        policy=_enum(Policy, spec.policy, where, "policy"),
+        outputs=_parse_outputs(spec.outputs, where),
+        tolerance_factor=float(spec.tolerance_factor),
+        bytes_formula=spec.bytes,
+        flops_formula=spec.flops,
         input_domain=tuple((k, _enum(InputDomain, v, where, f"input_domain.{k}"))
-                           for k, v in meta.get("input_domain", {}).items()),
+                           for k, v in spec.input_domain.items()),
         configs=configs,
-        keep_init=tuple(_str_list(meta, "keep_init", where)),
+        keep_init=tuple(spec.keep_init),
     )
 
 
@@ -184,48 +157,18 @@ def forward_arguments(source: str, where: Path) -> list[str]:
     return []
 
 
-def _check_names(meta: dict[str, Any], arguments: list[str], source: str, where: str) -> None:
+def _check_names(spec: TaskToml, arguments: list[str], source: str, where: str) -> None:
     """Names in task.toml must exist: a typo would silently change what is measured."""
-    named = [("grad_inputs", n) for n in meta.get("grad_inputs", [])] + \
-        [("mutates", n) for n in meta.get("mutates", [])] + \
-        [("input_domain", n) for n in meta.get("input_domain", {})] + \
-        [(f"outputs[{i}].of", o["of"]) for i, o in enumerate(meta.get("outputs", [])) if isinstance(o, dict) and "of" in o]
+    named = [("grad_inputs", n) for n in spec.grad_inputs] + [("mutates", n) for n in spec.mutates] + \
+        [("input_domain", n) for n in spec.input_domain] + \
+        [(f"outputs[{i}].of", o.of) for i, o in enumerate(spec.outputs) if o.of is not None]
     for key, name in named:
         if name not in arguments:
             raise TaskError(f"{where}: {key} names {name!r}, which is not an argument of Model.forward "
                             f"({', '.join(arguments)})")
-    for name in meta.get("keep_dtype", []):
+    for name in spec.keep_dtype:
         if name not in arguments and f".{name}" not in source:
             raise TaskError(f"{where}: keep_dtype names {name!r}, neither a forward argument nor an attribute")
-
-
-def _baseline_backend(source: str) -> str:
-    if "load_inline" in source or "cpp_extension" in source:
-        return "cuda"
-    return "triton"
-
-
-def _check_keys(meta: dict[str, Any], where: Path) -> None:
-    for key, value in meta.items():
-        if key not in _TOML_KEYS:
-            raise TaskError(f"{where}: unknown key {key!r} (schema {SCHEMA_VERSION} keys: "
-                            f"{', '.join(_TOML_KEYS)})")
-        expected, _ = _TOML_KEYS[key]
-        if not isinstance(value, expected) or (expected is int and isinstance(value, bool)):
-            raise TaskError(f"{where}: {key} has the wrong type ({type(value).__name__})")
-    for key, (_, required) in _TOML_KEYS.items():
-        if required and key not in meta:
-            raise TaskError(f"{where}: missing required key {key!r}")
-    if meta["schema"] != SCHEMA_VERSION:
-        raise TaskError(f"{where}: schema {meta['schema']} is not supported (this kernellab reads "
-                        f"schema {SCHEMA_VERSION})")
-
-
-def _str_list(meta: dict[str, Any], key: str, where: str) -> list[str]:
-    value = meta.get(key, [])
-    if not all(isinstance(v, str) for v in value):
-        raise TaskError(f"{where}: {key} must be a list of strings")
-    return list(value)
 
 
 def _enum(kind, value: Any, where: str, key: str):
@@ -236,34 +179,25 @@ def _enum(kind, value: Any, where: str, key: str):
         raise TaskError(f"{where}: {key} = {value!r} is not one of {allowed}") from None
 
 
-def _parse_outputs(items: list[Any], where: str) -> tuple[OutputSpec, ...]:
+def _parse_outputs(items: list[OutputTable], where: str) -> tuple[OutputSpec, ...]:
     specs = []
     for i, item in enumerate(items):
-        if not isinstance(item, dict):
-            raise TaskError(f"{where}: outputs[{i}] must be a table")
-        unknown = set(item) - _OUTPUT_KEYS
-        if unknown:
-            raise TaskError(f"{where}: outputs[{i}]: unknown key {sorted(unknown)[0]!r}")
-        compare = _enum(Comparator, item.get("compare", "allclose"), where, f"outputs[{i}].compare")
-        if compare is Comparator.VALUES_AT_INDICES and not item.get("of"):
+        compare = _enum(Comparator, item.compare, where, f"outputs[{i}].compare")
+        if compare is Comparator.VALUES_AT_INDICES and not item.of:
             raise TaskError(f"{where}: outputs[{i}]: values_at_indices needs `of` (the input indexed)")
-        for key in ("ulp", "dim"):
-            if key in item and (not isinstance(item[key], int) or isinstance(item[key], bool)):
-                raise TaskError(f"{where}: outputs[{i}].{key} must be an integer")
-        through = item.get("through")
-        if through is not None and (compare is not Comparator.VALUES_AT_INDICES or through not in THROUGH_MAPS):
+        if item.through is not None and (compare is not Comparator.VALUES_AT_INDICES or item.through not in THROUGH_MAPS):
             raise TaskError(f"{where}: outputs[{i}].through must be one of {sorted(THROUGH_MAPS)}, with "
                             f"compare = \"values_at_indices\"")
         fixed = _parse_fixed(item, compare, where, i)
-        specs.append(OutputSpec(compare=compare, ulp=item.get("ulp", 0), of=item.get("of"), dim=item.get("dim", -1),
-                                through=through, fixed=fixed))
+        specs.append(OutputSpec(compare=compare, ulp=item.ulp, of=item.of, dim=item.dim, through=item.through,
+                                fixed=fixed))
     return tuple(specs) or (OutputSpec(),)
 
 
-def _parse_fixed(item: dict[str, Any], compare: Comparator, where: str, i: int) -> FixedThresholds | None:
+def _parse_fixed(item: OutputTable, compare: Comparator, where: str, i: int) -> FixedThresholds | None:
     """``atol``, ``rtol``, ``cosine``, ``l1``, ``rmse``: a number, or a table of numbers keyed by dtype
     (``"*"`` for the others); only with ``compare = "fixed"``, which needs at least one of them."""
-    given = [m for m in FIXED_METRICS if m in item]
+    given = [m for m in FIXED_METRICS if getattr(item, m) is not None]
     if compare is not Comparator.FIXED:
         if given:
             raise TaskError(f"{where}: outputs[{i}].{given[0]} needs compare = \"fixed\"")
@@ -272,7 +206,7 @@ def _parse_fixed(item: dict[str, Any], compare: Comparator, where: str, i: int) 
         raise TaskError(f"{where}: outputs[{i}]: compare = \"fixed\" needs one of {', '.join(FIXED_METRICS)}")
     values = []
     for metric in given:
-        raw = item[metric]
+        raw = getattr(item, metric)
         table = raw if isinstance(raw, dict) else {"*": raw}
         for dtype, value in table.items():
             if dtype != "*" and dtype not in DTYPES:
@@ -283,12 +217,10 @@ def _parse_fixed(item: dict[str, Any], compare: Comparator, where: str, i: int) 
     return FixedThresholds(tuple(values))
 
 
-def _parse_configs(meta: dict[str, Any], constants: dict[str, Any], where: Path) -> tuple[Config, ...]:
+def _parse_configs(spec: TaskToml, constants: dict[str, Any], where: Path) -> tuple[Config, ...]:
     configs: list[Config] = []
-    for key, visibility in _CONFIG_LISTS.items():
-        for i, values in enumerate(meta.get(key, [])):
-            if not isinstance(values, dict):
-                raise TaskError(f"{where}: {key}[{i}] must be a table of constants")
+    for key, visibility in CONFIG_LISTS.items():
+        for i, values in enumerate(getattr(spec, key)):
             unknown = [name for name in values if name not in constants]
             if unknown:
                 raise TaskError(f"{where}: {key}[{i}] sets {unknown[0]!r}, which reference.py does not "

@@ -126,7 +126,7 @@ class Task:
     category: str = "uncategorized"
     description: str = ""
     baseline_source: str | None = None
-    baseline_backend: str | None = None  # "triton" | "cuda" | None
+    baseline_language: str | None = None  # tasks.language.KernelLanguage value, None without a baseline
     dtypes: tuple[str, ...] = ("float32",)
     keep_dtype: tuple[str, ...] = ()
     fp32_precision: str = "ieee"

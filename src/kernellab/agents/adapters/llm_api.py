@@ -2,7 +2,8 @@
 workspace through four tools (read_file, write_kernel, run_check, finish) in a loop of its own.
 
 Any OpenAI-compatible server works (vLLM, SGLang, Ollama, hosted gateways) through ``base_url``.
-The HTTP client, httpx, is the ``llm`` extra; without it the agent says how to install it. See
+The official ``openai`` and ``anthropic`` SDKs are the ``llm`` extra; without them the agent says how
+to install it. See
 docs/agents-llm.md for the options, budgets and retries.
 """
 
@@ -36,9 +37,10 @@ from kernellab.agents.llm.tool_loop import LoopLimits, Transcript, run_tool_loop
 from kernellab.agents.llm.tools import KERNEL_FILE, TOOL_SPECS, WorkspaceTools
 from kernellab.agents.llm.transport import (
     INSTALL_HINT,
-    HttpTransport,
-    httpx_available,
-    import_httpx,
+    SDKS,
+    ModelTransport,
+    import_sdk,
+    sdk_available,
 )
 
 _STOPS = {
@@ -60,19 +62,20 @@ class ApiAgent(Agent):
 
     @classmethod
     def availability(cls) -> Availability:
-        if not httpx_available():
-            return Availability(False, f"httpx is not installed: {INSTALL_HINT}")
+        missing = [name for name in SDKS if not sdk_available(name)]
+        if missing:
+            return Availability(False, f"{' and '.join(missing)} not installed: {INSTALL_HINT}")
         variables = list(DEFAULT_KEY_ENV.values()) + list(DEFAULT_BASE_URL_ENV.values())
         found = [name for name in variables if os.environ.get(name)]
-        version = importlib.metadata.version("httpx")
+        versions = ", ".join(f"{name} {importlib.metadata.version(name)}" for name in SDKS)
         if not found:
-            return Availability(False, f"httpx {version}, but none of {', '.join(variables)} is set "
+            return Availability(False, f"{versions}, but none of {', '.join(variables)} is set "
                                        "(or pass base_url=... for a local server)")
-        return Availability(True, f"httpx {version}; {', '.join(found)} set")
+        return Availability(True, f"{versions}; {', '.join(found)} set")
 
     def __init__(self, **options: Any) -> None:
         self.options = ApiAgentOptions.parse(options)
-        import_httpx()
+        import_sdk(self.options.provider)
         o = self.options
         if o.resolved_base_url() is None and not os.environ.get(o.key_env):
             raise AgentError(f"api agent: ${o.key_env} is not set (and no base_url is given for a server "
@@ -89,7 +92,7 @@ class ApiAgent(Agent):
         workspace = Path(request.workspace)
         log_path = transcript_path(workspace, request.iteration)
         with Transcript(log_path) as transcript:
-            transport = HttpTransport(o.timeout_s, RetryPolicy(o.max_retries, o.backoff_s, o.max_backoff_s),
+            transport = ModelTransport(o.timeout_s, RetryPolicy(o.max_retries, o.backoff_s, o.max_backoff_s),
                                       on_retry=lambda attempt, error, wait: transcript.write(
                                           "retry", attempt=attempt, error=str(error), status=error.status,
                                           wait_s=round(wait, 3)))
@@ -108,7 +111,7 @@ class ApiAgent(Agent):
         return Proposal(source, outcome.usage, self._note(outcome, source is None), log_path,
                         timed_out=outcome.reason == "deadline")
 
-    def _client(self, transport: HttpTransport) -> OpenAIChatClient | AnthropicMessagesClient:
+    def _client(self, transport: ModelTransport) -> OpenAIChatClient | AnthropicMessagesClient:
         o = self.options
         kind = AnthropicMessagesClient if o.provider == "anthropic" else OpenAIChatClient
         return kind(transport, model=o.model, base_url=o.resolved_base_url(), api_key=os.environ.get(o.key_env),

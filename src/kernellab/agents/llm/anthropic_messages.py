@@ -1,4 +1,4 @@
-"""The Anthropic Messages wire format (``POST {base_url}/v1/messages``).
+"""The Anthropic Messages API (``POST {base_url}/v1/messages``) through the ``anthropic`` SDK.
 
 ``base_url`` is the host without ``/v1``, as ``ANTHROPIC_BASE_URL`` is (a trailing ``/v1`` is
 tolerated). Tool results go back as ``tool_result`` blocks of a user turn; empty text blocks,
@@ -13,10 +13,10 @@ from typing import Any
 from kernellab.agents.llm.conversation import Message, ModelReply, ToolCall, ToolSpec
 from kernellab.agents.llm.transport import (
     ApiError,
-    HttpTransport,
+    ModelTransport,
+    check_deadline,
     error_message,
-    read_json,
-    sse_events,
+    import_sdk,
 )
 
 DEFAULT_BASE_URL = "https://api.anthropic.com"
@@ -27,8 +27,9 @@ _RETRYABLE_STREAM_ERRORS = {"overloaded_error", "api_error", "rate_limit_error"}
 class AnthropicMessagesClient:
     provider = "anthropic"
 
-    def __init__(self, transport: HttpTransport, *, model: str, base_url: str | None, api_key: str | None,
+    def __init__(self, transport: ModelTransport, *, model: str, base_url: str | None, api_key: str | None,
                  max_tokens: int, temperature: float | None, stream: bool) -> None:
+        anthropic = import_sdk("anthropic")
         self.transport = transport
         self.model = model
         base = (base_url or DEFAULT_BASE_URL).rstrip("/")
@@ -38,9 +39,18 @@ class AnthropicMessagesClient:
         self.max_tokens = max_tokens
         self.temperature = temperature
         self.stream = stream
+        # Retries are the transport's (max_retries=0 here). The key goes in ``x-api-key``, the header
+        # the Messages API documents and every compatible server reads (this SDK would send it as a
+        # bearer token); the SDK refuses to send without a credential, so a local server that needs
+        # none (no key, a base_url given) gets a placeholder it ignores.
+        key = api_key or "no-key"
+        self._sdk = anthropic.Anthropic(api_key=key, base_url=self.base_url, max_retries=0,
+                                        timeout=transport.timeout_s,
+                                        default_headers={"x-api-key": key, "Authorization": anthropic.Omit(),
+                                                         "anthropic-version": API_VERSION})
 
     def close(self) -> None:
-        self.transport.close()
+        self._sdk.close()
 
     def request_body(self, system: str, messages: list[Message], tools: list[ToolSpec]) -> dict[str, Any]:
         body: dict[str, Any] = {"model": self.model, "max_tokens": self.max_tokens, "system": system,
@@ -54,17 +64,18 @@ class AnthropicMessagesClient:
             body["stream"] = True
         return body
 
-    def headers(self) -> dict[str, str]:
-        headers = {"content-type": "application/json", "anthropic-version": API_VERSION}
-        if self.api_key:
-            headers["x-api-key"] = self.api_key
-        return headers
-
     def complete(self, system: str, messages: list[Message], tools: list[ToolSpec],
                  deadline: float | None) -> ModelReply:
         body = self.request_body(system, messages, tools)
-        read = _read_stream if self.stream else _read_message
-        return self.transport.post(self.url, self.headers(), body, deadline, read)
+
+        def send(timeout: float) -> ModelReply:
+            answer = self._sdk.messages.create(**body, timeout=timeout)
+            if not self.stream:
+                return _read_message(answer.model_dump())
+            with answer:
+                return _read_stream((event.model_dump() for event in answer), deadline)
+
+        return self.transport.call(self.url, send, deadline)
 
 
 def _wire(message: Message) -> dict[str, Any]:
@@ -88,8 +99,7 @@ def _tokens_in(usage: dict[str, Any]) -> int | None:
     return sum(known) if known else None
 
 
-def _read_message(response: Any, deadline: float | None) -> ModelReply:
-    payload = read_json(response)
+def _read_message(payload: dict[str, Any]) -> ModelReply:
     if not isinstance(payload, dict) or payload.get("type") == "error":
         raise ApiError(f"the server answered an error: {error_message(payload, str(payload))}", retryable=True)
     text: list[str] = []
@@ -104,17 +114,15 @@ def _read_message(response: Any, deadline: float | None) -> ModelReply:
                       payload.get("stop_reason"))
 
 
-def _read_stream(response: Any, deadline: float | None) -> ModelReply:
+def _read_stream(events: Any, deadline: float | None) -> ModelReply:
+    """Events as dicts (the SDK parsed them; an ``error`` event raises there)."""
     blocks: dict[int, dict[str, Any]] = {}
     usage: dict[str, Any] = {}
     stop_reason: str | None = None
     stopped = False
-    for name, data in sse_events(response, deadline):
-        try:
-            event = json.loads(data)
-        except ValueError:
-            continue
-        kind = event.get("type") or name
+    for event in events:
+        check_deadline(deadline)
+        kind = event.get("type")
         if kind == "message_start":
             usage.update((event.get("message") or {}).get("usage") or {})
         elif kind == "content_block_start":
@@ -138,7 +146,7 @@ def _read_stream(response: Any, deadline: float | None) -> ModelReply:
             break
         elif kind == "error":
             error = event.get("error") or {}
-            raise ApiError(f"the stream reported {error.get('type', 'an error')}: {error_message(event, data)}",
+            raise ApiError(f"the stream reported {error.get('type', 'an error')}: {error_message(event, str(event))}",
                            retryable=error.get("type") in _RETRYABLE_STREAM_ERRORS)
     if not stopped:
         raise ApiError("the stream ended before message_stop", retryable=True)

@@ -1,4 +1,4 @@
-"""The OpenAI Chat Completions wire format (``POST {base_url}/chat/completions``).
+"""The OpenAI Chat Completions API (``POST {base_url}/chat/completions``) through the ``openai`` SDK.
 
 OpenAI's own API and the OpenAI-compatible servers (vLLM, SGLang, Ollama, LM Studio, llama.cpp,
 OpenRouter, Together, ...) speak it. ``base_url`` ends in ``/v1`` as ``OPENAI_BASE_URL`` does.
@@ -8,17 +8,16 @@ The reply length goes in ``max_completion_tokens`` on api.openai.com (its newer 
 
 from __future__ import annotations
 
-import json
 from typing import Any
 from urllib.parse import urlsplit
 
 from kernellab.agents.llm.conversation import Message, ModelReply, ToolCall, ToolSpec
 from kernellab.agents.llm.transport import (
     ApiError,
-    HttpTransport,
+    ModelTransport,
+    check_deadline,
     error_message,
-    read_json,
-    sse_events,
+    import_sdk,
 )
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
@@ -27,8 +26,9 @@ DEFAULT_BASE_URL = "https://api.openai.com/v1"
 class OpenAIChatClient:
     provider = "openai"
 
-    def __init__(self, transport: HttpTransport, *, model: str, base_url: str | None, api_key: str | None,
+    def __init__(self, transport: ModelTransport, *, model: str, base_url: str | None, api_key: str | None,
                  max_tokens: int, temperature: float | None, stream: bool) -> None:
+        openai = import_sdk("openai")
         self.transport = transport
         self.model = model
         self.base_url = (base_url or DEFAULT_BASE_URL).rstrip("/")
@@ -39,9 +39,14 @@ class OpenAIChatClient:
         self.stream = stream
         official = urlsplit(self.base_url).hostname == "api.openai.com"
         self.max_tokens_field = "max_completion_tokens" if official else "max_tokens"
+        # Retries are the transport's (max_retries=0 here). The SDK refuses to start without a key;
+        # a server that needs none (no key, a base_url given) gets a placeholder and no header.
+        self._sdk = openai.OpenAI(api_key=api_key or "no-key", base_url=self.base_url, max_retries=0,
+                                  timeout=transport.timeout_s)
+        self._headers = None if api_key else {"Authorization": openai.Omit()}
 
     def close(self) -> None:
-        self.transport.close()
+        self._sdk.close()
 
     # -- requests ---------------------------------------------------------------------------------
 
@@ -61,17 +66,18 @@ class OpenAIChatClient:
             body["stream_options"] = {"include_usage": True}
         return body
 
-    def headers(self) -> dict[str, str]:
-        headers = {"content-type": "application/json"}
-        if self.api_key:
-            headers["authorization"] = f"Bearer {self.api_key}"
-        return headers
-
     def complete(self, system: str, messages: list[Message], tools: list[ToolSpec],
                  deadline: float | None) -> ModelReply:
         body = self.request_body(system, messages, tools)
-        read = _read_stream if self.stream else _read_completion
-        return self.transport.post(self.url, self.headers(), body, deadline, read)
+
+        def send(timeout: float) -> ModelReply:
+            answer = self._sdk.chat.completions.create(**body, timeout=timeout, extra_headers=self._headers)
+            if not self.stream:
+                return _read_completion(answer.model_dump())
+            with answer:
+                return _read_stream((chunk.model_dump() for chunk in answer), deadline)
+
+        return self.transport.call(self.url, send, deadline)
 
 
 def _wire(message: Message) -> list[dict[str, Any]]:
@@ -89,8 +95,7 @@ def _wire(message: Message) -> list[dict[str, Any]]:
     return [out]
 
 
-def _read_completion(response: Any, deadline: float | None) -> ModelReply:
-    payload = read_json(response)
+def _read_completion(payload: dict[str, Any]) -> ModelReply:
     choices = payload.get("choices") if isinstance(payload, dict) else None
     if not choices:
         raise ApiError(f"the reply has no choices: {error_message(payload, str(payload))}", retryable=True)
@@ -104,22 +109,14 @@ def _read_completion(response: Any, deadline: float | None) -> ModelReply:
                       choice.get("finish_reason"))
 
 
-def _read_stream(response: Any, deadline: float | None) -> ModelReply:
+def _read_stream(chunks: Any, deadline: float | None) -> ModelReply:
+    """Chunks as dicts (the SDK parsed the events and ends at ``[DONE]``; an error chunk raises)."""
     text: list[str] = []
     calls: dict[int, dict[str, Any]] = {}
     finish: str | None = None
     usage: dict[str, Any] = {}
-    done = False
-    for _, data in sse_events(response, deadline):
-        if data.strip() == "[DONE]":
-            done = True
-            break
-        try:
-            chunk = json.loads(data)
-        except ValueError:
-            continue
-        if chunk.get("error"):
-            raise ApiError(f"the stream reported an error: {error_message(chunk, data)}", retryable=True)
+    for chunk in chunks:
+        check_deadline(deadline)
         if chunk.get("usage"):
             usage = chunk["usage"]
         for choice in chunk.get("choices") or []:
@@ -127,13 +124,14 @@ def _read_stream(response: Any, deadline: float | None) -> ModelReply:
             if delta.get("content"):
                 text.append(delta["content"])
             for part in delta.get("tool_calls") or []:
-                slot = calls.setdefault(part.get("index", len(calls)), {"id": None, "name": "", "arguments": ""})
+                index = part.get("index")
+                slot = calls.setdefault(len(calls) if index is None else index, {"id": None, "name": "", "arguments": ""})
                 slot["id"] = part.get("id") or slot["id"]
                 function = part.get("function") or {}
                 slot["name"] += function.get("name") or ""
                 slot["arguments"] += function.get("arguments") or ""
             finish = choice.get("finish_reason") or finish
-    if not done and finish is None:
+    if finish is None:
         raise ApiError("the stream ended before the reply was complete", retryable=True)
     tool_calls = tuple(ToolCall.parse(slot["id"] or f"call_{i}", slot["name"], slot["arguments"])
                        for i, slot in sorted(calls.items()))

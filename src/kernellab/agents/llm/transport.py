@@ -1,15 +1,19 @@
-"""HTTP for the model clients: httpx, imported only when an agent is built, with retries.
+"""Model calls through the official SDKs (``openai``, ``anthropic``) with kernellab's own retries.
 
-httpx is an optional dependency (the ``llm`` extra): this module imports without it, and
-:func:`import_httpx` turns its absence into one line that names the extra.
+The SDKs speak the wire formats (requests, server-sent events, error bodies); this module runs one
+SDK call under kernellab's retry policy and deadline. The SDK clients are built with
+``max_retries=0`` so that every retry is kernellab's: it is written to the transcript, honours the
+proposal's deadline, and repeats the whole request (stream included). The SDKs are an optional
+dependency (the ``llm`` extra): this module imports without them, and :func:`import_sdk` turns their
+absence into one line that names the extra.
 """
 
 from __future__ import annotations
 
-import json
+import importlib
 import logging
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any, TypeVar
 
 from kernellab.agents.base import AgentError
@@ -23,24 +27,25 @@ log = logging.getLogger(__name__)
 
 EXTRA = "llm"
 INSTALL_HINT = f"pip install 'kernellab[{EXTRA}]'"
+SDKS = ("openai", "anthropic")
 
 T = TypeVar("T")
 
 
-def httpx_available() -> bool:
+def sdk_available(name: str) -> bool:
     try:
-        import httpx  # noqa: F401 - only whether it imports
+        importlib.import_module(name)
     except ImportError:
         return False
     return True
 
 
-def import_httpx() -> Any:
+def import_sdk(name: str) -> Any:
+    """The ``openai`` or ``anthropic`` package, or an ``AgentError`` naming the extra."""
     try:
-        import httpx
+        return importlib.import_module(name)
     except ImportError:
-        raise AgentError(f"the api agent needs the httpx package: {INSTALL_HINT}") from None
-    return httpx
+        raise AgentError(f"the api agent needs the {name} package: {INSTALL_HINT}") from None
 
 
 class ApiError(Exception):
@@ -71,64 +76,36 @@ def error_message(payload: Any, fallback: str) -> str:
     return fallback.strip()[:300] or "(empty body)"
 
 
-def iter_sse(lines: Iterator[str]) -> Iterator[tuple[str | None, str]]:
-    """Server-sent events as ``(event name or None, data)``; comments and ids are skipped."""
-    name: str | None = None
-    data: list[str] = []
-    for line in lines:
-        if line == "":
-            if data:
-                yield name, "\n".join(data)
-            name, data = None, []
-        elif line.startswith(":"):
-            continue
-        else:
-            field, _, value = line.partition(":")
-            value = value.removeprefix(" ")
-            if field == "event":
-                name = value
-            elif field == "data":
-                data.append(value)
-    if data:
-        yield name, "\n".join(data)
-
-
-class HttpTransport:
-    """POSTs JSON to a model endpoint and hands the response to a reader, repeating the whole
-    request (stream included) on retryable failures within the deadline."""
+class ModelTransport:
+    """Runs SDK calls with kernellab's retries: a retryable failure (rate limit, overload, a server
+    error, a dropped connection, a stream that broke off) repeats the whole call after the policy's
+    wait, within the deadline; ``on_retry(attempt, error, wait_s)`` is told of each repeat."""
 
     def __init__(self, timeout_s: float, retry: RetryPolicy,
                  on_retry: Callable[[int, ApiError, float], None] | None = None) -> None:
-        self._httpx = import_httpx()
         self.timeout_s = timeout_s
         self.retry = retry
         self.on_retry = on_retry
-        self._client = self._httpx.Client(timeout=timeout_s)
 
-    def close(self) -> None:
-        self._client.close()
-
-    def post(self, url: str, headers: dict[str, str], body: dict[str, Any], deadline: float | None,
-             read: Callable[[Any, float | None], T]) -> T:
-        """Send ``body``; ``read(response, deadline)`` turns a 2xx response into the result and may
-        raise :class:`ApiError` (a stream that broke off, an error event)."""
-        httpx = self._httpx
+    def call(self, where: str, send: Callable[[float], T], deadline: float | None) -> T:
+        """``send(timeout_s)`` makes one SDK call and reads its whole answer; it may raise
+        :class:`ApiError` itself (a reply that is not complete)."""
         attempt = 0
         while True:
             timeout, by_deadline = self._timeout(deadline)
             try:
-                with self._client.stream("POST", url, json=body, headers=headers, timeout=timeout) as response:
-                    if response.status_code >= 400:
-                        raise self._http_error(url, response)
-                    return read(response, deadline)
-            except httpx.TimeoutException:
-                if by_deadline:
-                    raise DeadlineReached(f"no answer from {url} before the deadline") from None
-                error = ApiError(f"no answer from {url} within {timeout:g}s", retryable=True)
-            except httpx.TransportError as exc:
-                error = ApiError(f"connection to {url} failed: {type(exc).__name__}: {exc}", retryable=True)
+                return send(timeout)
+            except DeadlineReached:
+                raise
             except ApiError as exc:
                 error = exc
+            except Exception as exc:  # noqa: BLE001 - an SDK's or httpx's error, mapped below
+                if _is_timeout(exc):
+                    if by_deadline:
+                        raise DeadlineReached(f"no answer from {where} before the deadline") from None
+                    error = ApiError(f"no answer from {where} within {timeout:g}s", retryable=True)
+                else:
+                    error = _api_error(exc, where)
             if not error.retryable:
                 raise error
             if attempt >= self.retry.max_retries:
@@ -150,31 +127,35 @@ class HttpTransport:
             raise DeadlineReached("the deadline passed before the model call")
         return (left, True) if left < self.timeout_s else (self.timeout_s, False)
 
-    @staticmethod
-    def _http_error(url: str, response: Any) -> ApiError:
-        response.read()
-        text = response.text
-        try:
-            payload = json.loads(text)
-        except ValueError:
-            payload = None
-        status = response.status_code
-        return ApiError(f"HTTP {status} from {url}: {error_message(payload, text)}", status=status,
+
+def check_deadline(deadline: float | None) -> None:
+    """Called between the events of a streamed answer."""
+    if deadline is not None and time.monotonic() > deadline:
+        raise DeadlineReached("the deadline passed while the model was answering")
+
+
+def _names(exc: BaseException) -> set[str]:
+    return {c.__name__ for c in type(exc).__mro__}
+
+
+def _is_timeout(exc: BaseException) -> bool:
+    """Both SDKs' ``APITimeoutError``, or httpx's timeout while a stream is read."""
+    return bool(_names(exc) & {"APITimeoutError", "TimeoutException"})
+
+
+def _api_error(exc: Exception, where: str) -> ApiError:
+    """An SDK exception as an :class:`ApiError` that says whether to try again; anything else raises."""
+    names = _names(exc)
+    if "APIStatusError" in names:
+        status = exc.status_code  # type: ignore[attr-defined]
+        response = exc.response  # type: ignore[attr-defined]
+        message = error_message(exc.body, str(exc))  # type: ignore[attr-defined]
+        if status < 400:  # an error event inside a stream that had started well (overload, ...)
+            return ApiError(f"the stream reported an error: {message}", retryable=True)
+        return ApiError(f"HTTP {status} from {where}: {message}", status=status,
                         retryable=is_retryable_status(status), retry_after=parse_retry_after(response.headers))
-
-
-def sse_events(response: Any, deadline: float | None) -> Iterator[tuple[str | None, str]]:
-    """The events of a streamed response, stopping at the deadline."""
-    for event in iter_sse(response.iter_lines()):
-        if deadline is not None and time.monotonic() > deadline:
-            raise DeadlineReached("the deadline passed while the model was answering")
-        yield event
-
-
-def read_json(response: Any) -> Any:
-    response.read()
-    try:
-        return json.loads(response.text)
-    except ValueError:
-        raise ApiError(f"the server answered with something that is not JSON: {response.text[:200]!r}",
-                       retryable=True) from None
+    if "APIConnectionError" in names or (type(exc).__module__.startswith("httpx") and "TransportError" in names):
+        return ApiError(f"connection to {where} failed: {type(exc).__name__}: {exc}", retryable=True)
+    if "APIError" in names:  # an error chunk in a stream, a reply the SDK could not read
+        return ApiError(f"the server answered an error: {exc}", retryable=True)
+    raise exc

@@ -287,7 +287,7 @@ class _Finder:
             owners[i] = [k for k in tiles if k.value == value and (axis in k.axes or len(grid) == 1)]
         groups: list[set[str]] = [{k.name} for k in tiles]
         extra: dict[str, list[Site]] = {k.name: [] for k in tiles}
-        for i, (axis, dividend, sites, value) in enumerate(divisors):
+        for i, (_axis, dividend, sites, _value) in enumerate(divisors):
             candidates = owners[i]
             if len(candidates) > 1 and dividend is not None:
                 named = [k for k in candidates if names_dimension(k.label, dividend)]

@@ -13,11 +13,11 @@ from __future__ import annotations
 
 import abc
 import dataclasses
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from kernellab.agents.base import AgentError, Budget, parse_flag, parse_number
+from kernellab.registry import Registry
 
 if TYPE_CHECKING:
     from kernellab.agents.strategies.context import Candidate, SearchContext
@@ -69,31 +69,19 @@ class Strategy(abc.ABC):
         return dataclasses.asdict(self.options)
 
 
-_REGISTRY: dict[str, type[Strategy]] = {}
+STRATEGIES: Registry[Strategy, type[Strategy]] = Registry("strategy", "kernellab.agents.strategies")
+register_strategy = STRATEGIES.register
 
 
 def max_proposals(name: str) -> int | None:
     """``proposals_at_most`` of the registered strategy ``name`` (None for an unknown name too)."""
-    cls = _REGISTRY.get(name)
+    cls = STRATEGIES.entries().get(name)
     return cls.proposals_at_most if cls is not None else None
-
-
-def register_strategy(name: str) -> Callable[[type[Strategy]], type[Strategy]]:
-    def decorate(cls: type[Strategy]) -> type[Strategy]:
-        if name in _REGISTRY and _REGISTRY[name] is not cls:
-            raise ValueError(f"strategy {name!r} is registered twice")
-        cls.name = name
-        _REGISTRY[name] = cls
-        return cls
-
-    return decorate
 
 
 def registered_strategies() -> dict[str, type[Strategy]]:
     """Every strategy, by name (importing the package registers the built-in ones)."""
-    import kernellab.agents.strategies  # noqa: F401 - registers the built-in strategies
-
-    return dict(sorted(_REGISTRY.items()))
+    return STRATEGIES.entries()
 
 
 def create_strategy(name: str, **options: Any) -> Strategy:

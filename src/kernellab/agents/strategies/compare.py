@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from kernellab.evaluate.verdict import Timing, Verdict
+from kernellab.means import geomean
 
 
 @dataclass(frozen=True)
@@ -42,10 +43,6 @@ def _positive(*xs: float | None) -> bool:
     return all(x is not None and math.isfinite(x) and x > 0 for x in xs)
 
 
-def _geomean(xs: Sequence[float]) -> float | None:
-    return math.exp(sum(math.log(x) for x in xs) / len(xs)) if xs else None
-
-
 def compare_timings(candidate: Verdict, other: Verdict) -> Comparison:
     """The candidate's speedup over ``other`` across the seen timings both have."""
     theirs = {_key(t): t for t in other.timings}
@@ -59,7 +56,7 @@ def compare_timings(candidate: Verdict, other: Verdict) -> Comparison:
         if not _positive(low_ref, high_mine):  # a degenerate interval: the point estimate is all there is
             low_ref, high_mine = ref.candidate_us, mine.candidate_us
         lows.append(min(low_ref, ref.candidate_us) / max(high_mine, mine.candidate_us))
-    return Comparison(len(points), _geomean(points), _geomean(lows))
+    return Comparison(len(points), geomean(points), geomean(lows))
 
 
 def speedup_vs(verdict: Verdict | None, reference: str = "eager") -> float | None:
@@ -96,7 +93,7 @@ def fastest(verdicts: Sequence[Verdict | None]) -> tuple[int | None, str]:
     keys = set.intersection(*({_key(t) for t in verdicts[i].timings if _positive(t.candidate_us)} for i in correct))
     if keys:
         def mean_us(i: int) -> float:
-            return _geomean([t.candidate_us for t in verdicts[i].timings if _key(t) in keys])  # type: ignore[return-value]
+            return geomean([t.candidate_us for t in verdicts[i].timings if _key(t) in keys])  # type: ignore[return-value]
 
         best = min(correct, key=lambda i: (mean_us(i), i))
         return best, (f"fastest of {len(correct)} correct kernels: geometric mean {mean_us(best):.2f} us over "

@@ -27,11 +27,11 @@ from kernellab.agents.llm.conversation import Message
 from kernellab.agents.llm.options import DEFAULT_KEY_ENV, PROVIDERS
 from kernellab.agents.llm.pricing import Price, resolve_price
 from kernellab.agents.llm.retry import RetryPolicy
-from kernellab.agents.llm.transport import ApiError, DeadlineReached, HttpTransport
+from kernellab.agents.llm.transport import ApiError, DeadlineReached, ModelTransport
+from kernellab.evaluate.verdict import VerdictSummary
 from kernellab.tasks.model import Task
 
 MAX_SOURCE_CHARS = 40_000  # a kernel or reference longer than this is cut in the prompt
-UNSCORED = ("needs_gpu", "unsupported_in_interpreter", "harness_error")
 
 SYSTEM_PROMPT = """\
 You review GPU kernels before they are run. Given a PyTorch reference (class Model) and a candidate
@@ -97,9 +97,9 @@ class Prediction:
 
 class LLMVerifier:
     def __init__(self, options: VerifierOptions) -> None:
-        from kernellab.agents.llm.transport import import_httpx
+        from kernellab.agents.llm.transport import import_sdk
 
-        import_httpx()
+        import_sdk(options.provider)
         self.options = options
         if options.base_url is None and not os.environ.get(options.key_env):
             raise AgentError(f"verifier: ${options.key_env} is not set (and no verifier_base_url is given)")
@@ -111,7 +111,7 @@ class LLMVerifier:
         from kernellab.agents.llm.openai_chat import OpenAIChatClient
 
         o = self.options
-        transport = HttpTransport(o.timeout_s, RetryPolicy(o.max_retries, 0.5, 10.0))
+        transport = ModelTransport(o.timeout_s, RetryPolicy(o.max_retries, 0.5, 10.0))
         kind = AnthropicMessagesClient if o.provider == "anthropic" else OpenAIChatClient
         return kind(transport, model=o.model, base_url=o.base_url, api_key=os.environ.get(o.key_env),
                     max_tokens=o.max_tokens, temperature=0.0, stream=False)
@@ -195,11 +195,11 @@ def precision_recall(records: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
         if predicted is None:
             errors += 1
             continue
-        verdict = record.get("verdict")
-        if not verdict or verdict.get("status") in UNSCORED:
+        verdict = VerdictSummary.from_dict(record["verdict"]) if record.get("verdict") else None
+        if verdict is None or not verdict.scored:
             unverified += 1
             continue
-        actual = bool(verdict.get("correct"))
+        actual = verdict.correct
         if predicted and actual:
             tp += 1
         elif predicted:

@@ -14,12 +14,13 @@ from kernellab.evaluate.compile_ahead import CompileAhead
 from kernellab.evaluate.cuda_compile import compile_check
 from kernellab.evaluate.verdict import Mode, Stage, StageResult, Status
 from kernellab.sandbox.candidate import CandidateProcess, ChildSpec
+from kernellab.sandbox.requests import ImportRequest, ReleaseRequest
 from kernellab.tasks.model import Visibility
 
 
 def run(ctx) -> StageResult:
     session = ctx.session
-    if ctx.scan is not None and ctx.scan.backend == "cuda" and session.device == "cpu":
+    if ctx.scan is not None and ctx.scan.language == "cuda" and session.device == "cpu":
         return _compile_only(ctx)
     # The first case before the first child: in a cold process the fork server is still importing
     # torch and triton meanwhile (``EvalSession`` started it without waiting).
@@ -29,11 +30,10 @@ def run(ctx) -> StageResult:
                      log_path=child_dir / "candidate.log", memory_fraction=session.options.memory_fraction,
                      fp32_precision=session.task.fp32_precision)
     ctx.child = child = CandidateProcess(session.server(), spec)
-    session.child_release = lambda: child.request("release", 60)
+    session.child_release = lambda: child.ask(ReleaseRequest(), 60)
     started = time.perf_counter()
     # Importing may build extensions (load_inline at module level): the compile budget, not a call's.
-    ctx.child.request("import", max(session.options.compile_timeout_s, ctx.timeout), path=str(ctx.path),
-                      reference_class=ctx.is_own_reference)
+    ctx.child.ask(ImportRequest(str(ctx.path), ctx.is_own_reference), max(session.options.compile_timeout_s, ctx.timeout))
     ctx.import_seconds = time.perf_counter() - started
     run_case(ctx, case)  # judged again by the smoke stage; here it must only run
     ctx.verdict.compiled = True

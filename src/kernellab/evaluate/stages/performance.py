@@ -19,7 +19,7 @@ import time
 import torch
 
 from kernellab.evaluate import seeds
-from kernellab.evaluate.baselines import baseline_times
+from kernellab.evaluate.baselines import baseline_times, eager_peak_mem_bytes
 from kernellab.evaluate.checking import OUTPUT_CONTRACT_ERROR
 from kernellab.evaluate.gpu_sharing import exclusive
 from kernellab.evaluate.reference import Case
@@ -29,7 +29,9 @@ from kernellab.evaluate.timing_slots import TimingSlots
 from kernellab.evaluate.verdict import Stage, StageResult, Timing, ViolationKind
 from kernellab.sandbox.candidate import CandidateError
 from kernellab.sandbox.round_clock import RoundTimes
+from kernellab.sandbox.requests import TimeRoundRequest
 from kernellab.sandbox.timing_stats import EventTimes, SampleStats, TimingPlan
+from kernellab.means import geomean
 from kernellab.tasks.materialize import TORCH_DTYPES
 from kernellab.tasks.model import Config, Visibility
 
@@ -263,7 +265,8 @@ def _time_one(ctx, config: Config, dtype: str, backward: bool, holdout: bool) ->
                   speedup_vs_compile=_ratio(base.compile_us, stats.median),
                   speedup_vs_baseline=_ratio(base.baseline_us, stats.median),
                   achieved_gbps=point.achieved_gbps, achieved_tflops=point.achieved_tflops,
-                  pct_of_roofline=point.pct_of_roofline, peak_mem_bytes=peak)
+                  pct_of_roofline=point.pct_of_roofline, peak_mem_bytes=peak,
+                  eager_peak_mem_bytes=None if peak is None else eager_peak_mem_bytes(slots, backward))
 
 
 class TimedRounds(Rounds):
@@ -304,9 +307,9 @@ class TimedRounds(Rounds):
         slots.refresh()
         started = time.perf_counter()
         try:
-            value = ctx.child.request("time_round", ctx.timeout + self.plan.budget_s * 4, key=self.key,
-                                      row=self.label, slots=slots.messages(), method=method,
-                                      backward=self.backward, mutated=slots.mutated, warm_ms=warm_ms, peak=peak)
+            request = TimeRoundRequest(self.key, self.label, slots.messages(), method, self.backward, slots.mutated,
+                                       warm_ms, peak)
+            value = ctx.child.ask(request, ctx.timeout + self.plan.budget_s * 4)
         except CandidateError as exc:
             if exc.exc_type != OUTPUT_CONTRACT_ERROR:
                 raise
@@ -378,11 +381,7 @@ def _check_clock(ctx, times: EventTimes, median_us: float, label: str, backward:
 
 
 def geomean_speedups(timings: list[Timing]) -> dict[str, float | None]:
-    def geo(values: list[float]) -> float | None:
-        values = [v for v in values if v is not None and v > 0]
-        return math.exp(sum(math.log(v) for v in values) / len(values)) if values else None
-
     forward = [t for t in timings if t.phase == "forward"] or timings
-    return {"vs_eager": geo([t.speedup_vs_eager for t in forward]),
-            "vs_compile": geo([t.speedup_vs_compile for t in forward]),
-            "vs_baseline": geo([t.speedup_vs_baseline for t in forward])}
+    return {"vs_eager": geomean([t.speedup_vs_eager for t in forward]),
+            "vs_compile": geomean([t.speedup_vs_compile for t in forward]),
+            "vs_baseline": geomean([t.speedup_vs_baseline for t in forward])}

@@ -223,7 +223,7 @@ def _uses_results(stmt: ast.stmt, call_stmt: ast.stmt) -> bool:
     return bool(_loaded([stmt]) & set(_result_names(call_stmt)))
 
 
-def convert_triton(folder: Path, rel: str, meta: dict[str, Any]) -> tuple[TaskFiles | None, str | None]:
+def convert_triton(folder: Path, rel: str, meta: dict[str, Any]) -> tuple[TaskFiles | None, str | None]:  # noqa: C901 - one skip reason per suite layout it meets
     runner_path = folder / "scripts" / "task_runner.py"
     if not runner_path.is_file():
         return None, "no scripts/task_runner.py"
