@@ -18,6 +18,8 @@ import textwrap
 import time
 from pathlib import Path
 
+from faulty_candidates import candidate_source
+
 from kernellab.evaluate.options import EvalOptions
 from kernellab.evaluate.session import EvalSession
 from kernellab.tasks.load import load_task
@@ -55,41 +57,6 @@ TOML = textwrap.dedent("""
     small = [{ N = 1000 }]
 """)
 
-KERNEL = textwrap.dedent("""
-    import os, ctypes, time
-    import torch
-    import torch.nn as nn
-    import triton
-    import triton.language as tl
-
-    @triton.jit
-    def scale_kernel(x_ptr, s_ptr, y_ptr, n, OFFSET: tl.constexpr, BLOCK: tl.constexpr):
-        offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-        mask = offs < n
-        s = tl.load(s_ptr)
-        x = tl.load(x_ptr + offs, mask=mask)
-        tl.store(y_ptr + offs + OFFSET, x * s + 1.0, mask=mask)
-
-    class ModelNew(nn.Module):
-        def __init__(self):
-            super().__init__()
-            self.scale = nn.Parameter(torch.ones(1))
-
-        def forward(self, x):
-            {fault}
-            y = torch.empty_like(x)
-            n = x.numel()
-            scale_kernel[(triton.cdiv(n, 1024),)](x, self.scale, y, n, OFFSET={offset}, BLOCK=1024)
-            return y
-""")
-
-FAULTS = {
-    "segfault": ("ctypes.string_at(0)", 0),
-    "illegal_address": ("pass", 1 << 40),
-    "infinite_loop": ("while True: pass", 0),
-    "out_of_memory": ("torch.empty(1 << 45, dtype=torch.uint8, device=x.device)", 0),
-    "os_exit": ("os._exit(0)", 0),
-}
 
 
 def main() -> None:
@@ -103,12 +70,11 @@ def main() -> None:
     (task_dir / "reference.py").write_text(REFERENCE)
     (task_dir / "task.toml").write_text(TOML)
     candidates = []
-    fault_slots = {2: "segfault", 6: "illegal_address", 10: "infinite_loop", 14: "out_of_memory", 18: "os_exit"}
+    fault_slots = {2: "segfault", 6: "illegal_address", 10: "hang", 14: "oom", 18: "os_exit"}
     for i in range(20):
         kind = fault_slots.get(i, "good")
-        fault, offset = FAULTS.get(kind, ("pass", 0))
         path = root / f"candidate_{i:02d}_{kind}.py"
-        path.write_text(KERNEL.replace("{fault}", fault).replace("{offset}", str(offset)))
+        path.write_text(candidate_source(kind))
         candidates.append((kind, path))
     # Policy off: the static scan would reject ctypes and os._exit before they run, and this
     # benchmark is about what the sandbox does when they do run.
