@@ -25,7 +25,8 @@ def test_a_table_parses_into_typed_fields():
 
 @pytest.mark.parametrize("change, message", [
     ({"holdouts": [{"M": 3}]}, "unknown key 'holdouts'"),
-    ({"outputs": [{"compare": "allclose", "atol": 1e-3}]}, "outputs[0]: unknown key 'atol'"),
+    ({"outputs": [{"compare": "allclose", "atool": 1e-3}]}, "outputs[0]: unknown key 'atool'"),
+    ({"outputs": [{"compare": "fixed", "atol": "1e-3"}]}, "outputs[0].atol has the wrong type"),
     ({"outputs": [{"ulp": "2"}]}, "outputs[0].ulp has the wrong type"),
     ({"backward": 1}, "backward has the wrong type"),
     ({"tolerance_factor": True}, "tolerance_factor has the wrong type"),
@@ -50,3 +51,13 @@ def test_every_suite_task_round_trips_through_the_written_toml(tmp_path):
         assert TaskToml.parse(tomllib.loads(spec.to_toml("a header")), "x") == spec, task.id
         folder = write_task_folder(task, tmp_path / str(i))
         assert load_task(folder).sha256 == task.sha256, task.id
+
+
+def test_fixed_thresholds_and_keep_init_round_trip_through_the_written_toml():
+    """A suite's own thresholds (a number, or a table by dtype) and named weights that keep their
+    initialisation are task.toml keys like any other: read typed, written back the same."""
+    data = {**GOOD, "keep_init": ["norm.weight"],
+            "outputs": [{"compare": "fixed", "atol": 1e-3, "rtol": {"float16": 1e-2, "*": 1e-4}}]}
+    spec = TaskToml.parse(data, "task.toml")
+    assert spec.keep_init == ["norm.weight"] and spec.outputs[0].rtol == {"float16": 1e-2, "*": 1e-4}
+    assert TaskToml.parse(tomllib.loads(spec.to_toml()), "x") == spec
