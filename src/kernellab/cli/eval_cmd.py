@@ -15,6 +15,7 @@ from rich.table import Table
 from kernellab.cli.early_start import leave
 from kernellab.cli.errors import UsageError, report_usage_error
 from kernellab.evaluate.compile_ahead import CORES_PER_HELPER, MAX_HELPERS
+from kernellab.evaluate.machine_fit import require_fit
 from kernellab.evaluate.options import EvalOptions
 from kernellab.evaluate.session import EvalSession
 from kernellab.evaluate.verdict import Verdict
@@ -38,6 +39,10 @@ def eval_command(
         True, "--sanitize/--no-sanitize",
         help="compute-sanitizer memcheck, racecheck and initcheck on the small and edge configs (GPU only; "
              "seconds per candidate)"),
+    cpu_max_elements: int = typer.Option(
+        EvalOptions.cpu_max_elements, "--cpu-max-elements", min=1,
+        help="on the CPU, skip configs with more elements of inputs, weights and outputs (small configs "
+             "always run); a task with nothing left is too large for this machine (exit 2)"),
     as_json: bool = typer.Option(False, "--json", help="print exactly one JSON document on stdout"),
     debug: bool = typer.Option(False, "--debug", help="tracebacks and worker logs"),
 ) -> None:
@@ -47,9 +52,11 @@ def eval_command(
             raise TaskError(f"candidate {candidate} does not exist or is not a file")
         loaded = load_task(task)
         options = EvalOptions(policy=policy, configs=configs, dtypes=tuple(dtype) if dtype else None, seed=seed,
-                              device=device, compile_ahead=compile_ahead, sanitize=sanitize, debug=debug)
+                              device=device, compile_ahead=compile_ahead, sanitize=sanitize, debug=debug,
+                              cpu_max_elements=cpu_max_elements)
         console = Console(stderr=True)
         with stdout_to_stderr(), EvalSession(loaded, options) as session:
+            require_fit(session)  # too large for this machine: the one line, before the banner
             console.print(f"[bold]{loaded.id}[/] on {session.device_label} ({session.mode.value})")
             verdict = session.evaluate(candidate)
     except UsageError as exc:

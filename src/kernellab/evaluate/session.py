@@ -24,6 +24,7 @@ import torch
 import kernellab
 from kernellab.evaluate import gpu_sharing
 from kernellab.evaluate.ceilings import device_name
+from kernellab.evaluate.machine_fit import require_fit
 from kernellab.evaluate.options import EvalOptions, Resolved, resolve
 from kernellab.evaluate.reference import Case, add_precision_probes, build_case, case_nbytes
 from kernellab.evaluate.verdict import Mode, Status, Verdict
@@ -207,11 +208,12 @@ class EvalSession:
         return self.ceilings
 
     def fits_device(self, config: Config) -> bool:
-        """Under the interpreter, configs beyond ``cpu_max_elements`` input elements are skipped."""
+        """Under the interpreter, configs beyond ``cpu_max_elements`` elements of inputs, weights and
+        outputs are skipped."""
         if self.device == "cuda" or config.visibility is Visibility.SMALL:
             return True
         if config not in self._fits:
-            self._fits[config] = self.problem(config).input_numel() <= self.options.cpu_max_elements
+            self._fits[config] = self.problem(config).footprint_numel() <= self.options.cpu_max_elements
         return self._fits[config]
 
     # ------------------------------------------------------------------------------------ evaluation
@@ -230,6 +232,7 @@ class EvalSession:
 
         started = time.perf_counter()
         path = Path(candidate)
+        require_fit(self)  # "too large for this machine" is an unusable input, before anything is built
         verdict = run_pipeline(self, path)
         if verdict.status is not Status.PASSED and gpu_sharing.has_guards() \
                 and gpu_sharing.out_of_device_memory(verdict.error):

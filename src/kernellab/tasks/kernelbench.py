@@ -1,0 +1,149 @@
+"""Bare KernelBench files as tasks: the one config a file defines, and a small one derived from it.
+
+A KernelBench problem is one ``.py`` file whose module constants set its sizes (``batch_size = 16``,
+``dim = 16384``); it ships no small config, and its own sizes are far beyond what the Triton
+interpreter can run (none of levels 1-3 fits 65,536 elements). Every stage that needs a config the
+machine can run (smoke, determinism, stability) then had none. The small config is derived here by
+one rule, the same for every file:
+
+- the *size constants* are the module's integer constants of at least ``MIN_SIZE`` (and such integers
+  inside list or tuple constants): smaller integers are dimensions, kernel sizes, strides, paddings,
+  group and head counts, which the op's semantics hang on;
+- the largest of them is halved (integer division, not below a floor), again and again, until the
+  problem's inputs, weights and outputs together are at most ``SMALL_ELEMENTS`` (counted on the meta
+  device, nothing allocated): a batch of 128 and a dim of 16384 become 8 and 4096 before either goes
+  further, so no dimension collapses while another stays large. Constants computed from them
+  (``input_shape = (num_classes,)``) follow, because the module is re-executed with the new values;
+- the result is taken when its reference really runs (float32, on the CPU); otherwise (a floor of 8
+  leaves a 3D convolution above the limit, or breaks a relation such as channels divisible by
+  groups) the same is tried with the next, lower floor in ``FLOORS``.
+
+A file already within ``SMALL_ELEMENTS`` needs none; a file whose weights are fixed in its code (a
+VGG's 4096-wide classifier) may have no small config at all, and is then too large for a CPU.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import torch
+
+from kernellab.tasks.model import Config, Task, TaskError, Visibility
+
+MIN_SIZE = 16  # integer constants from here up are sizes; below, dims, kernel sizes, strides, group counts
+# A scaled size stays at least this: 8 keeps a 3x3 kernel inside its input and a batch several rows;
+# a 3D convolution's five dimensions need less to come within SMALL_ELEMENTS.
+FLOORS = (8, 4, 2)
+SMALL_ELEMENTS = 1 << 15  # inputs, weights and outputs of the derived config together, at most
+
+
+def with_small_config(task: Task) -> Task:
+    """``task`` (a bare KernelBench file, its one seen config) with a derived small config added where
+    its own config is larger than ``SMALL_ELEMENTS`` and a smaller one runs."""
+    from kernellab.tasks.materialize import load_problem
+
+    (seen,) = task.configs
+    if load_problem(task, seen).footprint_numel() <= SMALL_ELEMENTS:
+        return task
+    small = derive_small_config(task)
+    if small is None:
+        return task
+    return dataclasses.replace(task, configs=(seen, Config.of(small, Visibility.SMALL)))
+
+
+def derive_small_config(task: Task) -> dict[str, Any] | None:
+    """The scaled size constants (only those that changed) of a config within ``SMALL_ELEMENTS`` whose
+    reference runs, or None."""
+    constants = task.configs[0].as_dict()
+    sizes = [name for name, value in constants.items() if _largest(value) >= MIN_SIZE]
+    if not sizes:
+        return None
+    for floor in FLOORS:
+        values = _halve_until_small(task, constants, sizes, floor)
+        if values is None:
+            continue
+        changed = {name: values[name] for name in sizes if values[name] != constants[name]}
+        try:
+            if _runs(_problem(task, changed)):
+                return changed
+        except TaskError:
+            continue
+    return None
+
+
+def _halve_until_small(task: Task, constants: dict[str, Any], sizes: list[str], floor: int) -> dict[str, Any] | None:
+    """Halve the largest size constant (not below ``floor``) until the footprint is within
+    ``SMALL_ELEMENTS``; None when no size can be halved further and it is still larger.
+
+    Where the forward traces on the meta device at the file's own sizes, a halving after which it no
+    longer traces (a dilated kernel wider than the input, channels no longer divisible by groups) is
+    undone and that constant kept; otherwise the result is judged by a real run only."""
+    values = dict(constants)
+    strict = _footprint(task, values, sizes) is not None
+    frozen: set[str] = set()
+    while True:
+        footprint = _footprint(task, values, sizes)
+        if footprint is not None and footprint <= SMALL_ELEMENTS:
+            return values
+        above = [n for n in sizes if n not in frozen and _largest(values[n]) > floor]
+        if not above:
+            return None
+        name = max(above, key=lambda n: _largest(values[n]))
+        trial = {**values, name: _halved(values[name], floor)}
+        if strict and _footprint(task, trial, sizes) is None:
+            frozen.add(name)
+            continue
+        values = trial
+
+
+def _footprint(task: Task, values: dict[str, Any], sizes: list[str]) -> int | None:
+    """Inputs, weights and outputs at these sizes, or None when the reference fails there or its
+    forward cannot be traced."""
+    try:
+        problem = _problem(task, {n: values[n] for n in sizes if values[n] != task.configs[0].as_dict()[n]})
+        outputs = problem.traced_output_numel()
+        return None if outputs is None else problem.input_numel() + outputs
+    except TaskError:
+        return None
+
+
+def _problem(task: Task, values: dict[str, Any]):
+    from kernellab.tasks.materialize import load_problem
+
+    return load_problem(task, Config.of(values, Visibility.SMALL))
+
+
+def _largest(value: Any) -> int:
+    """The largest integer in a constant (itself, or inside a list or tuple); 0 for anything else."""
+    if isinstance(value, bool):
+        return 0
+    if isinstance(value, int):
+        return value
+    if isinstance(value, (list, tuple)):
+        return max((_largest(v) for v in value), default=0)
+    return 0
+
+
+def _halved(value: Any, floor: int) -> Any:
+    if isinstance(value, bool) or not isinstance(value, (int, list, tuple)):
+        return value
+    if isinstance(value, int):
+        return max(value // 2, floor) if value > floor else value
+    return type(value)(_halved(v, floor) for v in value)
+
+
+def _runs(problem) -> bool:
+    """The reference's forward at this config, for real, on the CPU in float32."""
+    from kernellab.tasks.materialize import build_model
+
+    state = torch.random.get_rng_state()
+    try:
+        model = build_model(problem.module.Model, problem.init_inputs(), seed=0)
+        with torch.no_grad():
+            model(*problem.inputs(seed=0, device="cpu", dtype="float32"))
+        return True
+    except Exception:  # noqa: BLE001 - the reference rejects these sizes: try the next candidate
+        return False
+    finally:
+        torch.random.set_rng_state(state)
