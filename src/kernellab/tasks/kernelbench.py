@@ -76,9 +76,13 @@ def _halve_until_small(task: Task, constants: dict[str, Any], sizes: list[str], 
     """Halve the largest size constant (not below ``floor``) until the footprint is within
     ``SMALL_ELEMENTS``; None when no size can be halved further and it is still larger.
 
-    Where the forward traces on the meta device at the file's own sizes, a halving after which it no
-    longer traces (a dilated kernel wider than the input, channels no longer divisible by groups) is
-    undone and that constant kept; otherwise the result is judged by a real run only."""
+    A step halves the largest size together with the sizes equal to it (``batch_size`` and
+    ``input_shape = (32768,)`` of a broadcast). Where the forward traces on the meta device at the
+    file's own sizes, a step after which it no longer traces is replaced by halving every size at
+    once (which keeps ratios such as a transposed convolution's output width equal to a LayerNorm's
+    width), then by halving each of the tied sizes alone, and when all fail the largest sizes are
+    kept as they are (a dilated kernel wider than the input); where the forward does not trace, the
+    result is judged by a real run only."""
     values = dict(constants)
     strict = _footprint(task, values, sizes) is not None
     frozen: set[str] = set()
@@ -89,12 +93,16 @@ def _halve_until_small(task: Task, constants: dict[str, Any], sizes: list[str], 
         above = [n for n in sizes if n not in frozen and _largest(values[n]) > floor]
         if not above:
             return None
-        name = max(above, key=lambda n: _largest(values[n]))
-        trial = {**values, name: _halved(values[name], floor)}
-        if strict and _footprint(task, trial, sizes) is None:
-            frozen.add(name)
-            continue
-        values = trial
+        largest = max(_largest(values[n]) for n in above)
+        tied = [n for n in above if _largest(values[n]) == largest]
+        steps = [tied, above] + [[n] for n in tied if len(tied) > 1] if strict else [tied]
+        for names in steps:
+            trial = {**values, **{n: _halved(values[n], floor) for n in names}}
+            if not strict or _footprint(task, trial, sizes) is not None:
+                values = trial
+                break
+        else:
+            frozen.update(tied)
 
 
 def _footprint(task: Task, values: dict[str, Any], sizes: list[str]) -> int | None:
