@@ -59,6 +59,10 @@ def derive_small_config(task: Task) -> dict[str, Any] | None:
     sizes = [name for name, value in constants.items() if _largest(value) >= MIN_SIZE]
     if not sizes:
         return None
+    floor = min(FLOORS)
+    lowest = _footprint(task, {**constants, **{n: _at_floor(constants[n], floor) for n in sizes}}, sizes)
+    if lowest is not None and lowest > SMALL_ELEMENTS:
+        return None  # weights fixed in the code (a 2.7B-parameter model): no halving gets there
     for floor in FLOORS:
         values = _halve_until_small(task, constants, sizes, floor)
         if values is None:
@@ -83,6 +87,9 @@ def _halve_until_small(task: Task, constants: dict[str, Any], sizes: list[str], 
     width), then by halving each of the tied sizes alone, and when all fail the largest sizes are
     kept as they are (a dilated kernel wider than the input); where the forward does not trace, the
     result is judged by a real run only."""
+    lowest = _footprint(task, {**constants, **{n: _at_floor(constants[n], floor) for n in sizes}}, sizes)
+    if lowest is not None and lowest > SMALL_ELEMENTS:
+        return None  # weights fixed in the code (a 2.7B-parameter model): no halving gets there
     values = dict(constants)
     strict = _footprint(task, values, sizes) is not None
     frozen: set[str] = set()
@@ -131,6 +138,14 @@ def _largest(value: Any) -> int:
     if isinstance(value, (list, tuple)):
         return max((_largest(v) for v in value), default=0)
     return 0
+
+
+def _at_floor(value: Any, floor: int) -> Any:
+    if isinstance(value, bool) or not isinstance(value, (int, list, tuple)):
+        return value
+    if isinstance(value, int):
+        return min(value, floor)
+    return type(value)(_at_floor(v, floor) for v in value)
 
 
 def _halved(value: Any, floor: int) -> Any:

@@ -7,7 +7,8 @@ re-executed with those top-level assignments rewritten, so everything computed f
 References written for one GPU (``torch.randn(..., device="cuda")`` or ``.cuda()`` in ``get_inputs``)
 are made to follow the evaluation's device: inside ``get_inputs`` and ``get_init_inputs`` such a device
 is rewritten to the default device, which the harness sets (``torch.device(...)`` as a context) to the
-device it evaluates on, or to ``meta`` while it only measures sizes.
+device it evaluates on, or to ``meta`` while it only measures sizes. Hugging Face models are built from
+bundled configs instead of downloads (``pretrained``).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from typing import Any
 import torch
 
 from kernellab.tasks.model import TaskError
+from kernellab.tasks.pretrained import CONFIG_HELPER, bundled_config, from_bundled_configs
 
 
 def _assigned_names(node: ast.stmt) -> list[str]:
@@ -133,7 +135,7 @@ def _default_device() -> torch.device:
 
 
 def rewrite_constants(source: str, overrides: dict[str, Any], where: Path | str = "<reference>") -> ast.Module:
-    tree = _single_assignments(_parse(source, where))
+    tree = from_bundled_configs(_single_assignments(_parse(source, where)))
     _portable_devices(tree)
     remaining = dict(overrides)
     body: list[ast.stmt] = []
@@ -172,6 +174,7 @@ def build_module(source: str, overrides: dict[str, Any] | None = None, *, name: 
     module = types.ModuleType(mod_name)
     module.__file__ = str(where)
     module.__dict__[_DEVICE_HELPER] = _default_device
+    module.__dict__[CONFIG_HELPER] = bundled_config
     sys.modules[mod_name] = module
     try:
         exec(compile(tree, str(where), "exec"), module.__dict__)
