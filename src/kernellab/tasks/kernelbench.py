@@ -59,10 +59,8 @@ def derive_small_config(task: Task) -> dict[str, Any] | None:
     sizes = [name for name, value in constants.items() if _largest(value) >= MIN_SIZE]
     if not sizes:
         return None
-    floor = min(FLOORS)
-    lowest = _footprint(task, {**constants, **{n: _at_floor(constants[n], floor) for n in sizes}}, sizes)
-    if lowest is not None and lowest > SMALL_ELEMENTS:
-        return None  # weights fixed in the code (a 2.7B-parameter model): no halving gets there
+    if _inputs_and_weights(task, {n: _at_floor(constants[n], min(FLOORS)) for n in sizes}) > SMALL_ELEMENTS:
+        return None  # weights fixed in the code (a ResNet, a 2.7B-parameter model): no halving gets there
     for floor in FLOORS:
         values = _halve_until_small(task, constants, sizes, floor)
         if values is None:
@@ -121,6 +119,15 @@ def _footprint(task: Task, values: dict[str, Any], sizes: list[str]) -> int | No
         return None if outputs is None else problem.input_numel() + outputs
     except TaskError:
         return None
+
+
+def _inputs_and_weights(task: Task, values: dict[str, Any]) -> int:
+    """Inputs and weights at these sizes (no forward run): a lower bound of the footprint; 0 when the
+    reference fails there."""
+    try:
+        return _problem(task, values).input_numel()
+    except TaskError:
+        return 0
 
 
 def _problem(task: Task, values: dict[str, Any]):
