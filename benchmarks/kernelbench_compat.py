@@ -48,6 +48,8 @@ def main() -> None:
     parser.add_argument("--device", default=None, help="cpu | cuda (default: cuda when present)")
     parser.add_argument("--cpu-max-elements", type=int, default=EvalOptions.cpu_max_elements)
     parser.add_argument("--stages", choices=sorted(STAGE_SETS), default="all")
+    parser.add_argument("--trials", type=int, default=EvalOptions.trials,
+                        help="fresh input sets per seen config in the shape sweep")
     parser.add_argument("--time-cap", type=float, default=None, help="seconds; no new problem starts after it")
     parser.add_argument("--shard", default="0/1", help="i/n: every n-th problem from the i-th")
     parser.add_argument("--out", default="benchmarks/results/kernelbench_compat.json")
@@ -57,7 +59,7 @@ def main() -> None:
                 for path in sorted((args.root / f"level{level}").glob("*.py"), key=_problem_number)]
     problems = problems[index::count]
     options = EvalOptions(policy=Policy.OFF, stages=STAGE_SETS[args.stages], device=args.device,
-                          cpu_max_elements=args.cpu_max_elements)
+                          cpu_max_elements=args.cpu_max_elements, trials=args.trials)
     started = time.monotonic()
     rows: list[dict] = []
     out = Path(args.out)

@@ -85,7 +85,8 @@ def test_too_large_for_this_machine_is_one_line_and_exit_2(tmp_path):
     assert proc.returncode == 2, proc.stderr[-800:]
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and "too large for this machine" in lines[0]
-    assert "1,050,624 elements" in lines[0] and "--cpu-max-elements 4,096" in lines[0]
+    assert "2,048 elements of inputs and weights and 1,048,576 of outputs" in lines[0]
+    assert "--cpu-max-elements 4,096" in lines[0]
     assert proc.stdout == "" and "Traceback" not in proc.stderr
 
 

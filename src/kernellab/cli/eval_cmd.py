@@ -41,8 +41,8 @@ def eval_command(
              "seconds per candidate)"),
     cpu_max_elements: int = typer.Option(
         EvalOptions.cpu_max_elements, "--cpu-max-elements", min=1,
-        help="on the CPU, skip configs with more elements of inputs, weights and outputs (small configs "
-             "always run); a task with nothing left is too large for this machine (exit 2)"),
+        help="on the CPU, skip configs whose inputs and weights, or whose outputs, have more elements (small "
+             "configs always run); a task with nothing left is too large for this machine (exit 2)"),
     as_json: bool = typer.Option(False, "--json", help="print exactly one JSON document on stdout"),
     debug: bool = typer.Option(False, "--debug", help="tracebacks and worker logs"),
 ) -> None:

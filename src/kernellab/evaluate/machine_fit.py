@@ -7,8 +7,8 @@ the process, and no verdict came). "Too large for this machine" is neither the c
 nor the evaluator's: it is an unusable input, reported in one line before anything is built
 (``TooLargeError``; ``kernellab eval`` exits 2).
 
-Sizes are counted without allocating (``Problem.footprint_numel``: inputs, weights and outputs on
-the meta device). Memory is estimated from them: the judge holds a case's inputs, weights and outputs
+Sizes are counted without allocating (inputs, weights and outputs on the meta device). On the CPU,
+inputs and weights, and outputs, must each be within ``--cpu-max-elements`` (``EvalSession.fits_device``). Memory is estimated from them: the judge holds a case's inputs, weights and outputs
 in the evaluated dtype and again in float64, the candidate's process its own copies, and the
 stages keep a few cases at once; ``COPIES`` float64 copies of the footprint stand for that.
 Intermediate activations inside a model are not counted, so the estimate is a floor.
@@ -49,12 +49,15 @@ def require_fit(session) -> Config:
     from kernellab.evaluate.stages.load import first_config
 
     config = first_config(session)
-    footprint = session.problem(config).footprint_numel()
+    problem = session.problem(config)
+    inputs, outputs = problem.input_numel(), problem.output_numel()
     where = f"{session.task.id}: too large for this machine:"
-    what = f"config {config.label} has {_count(footprint)} elements of inputs, weights and outputs"
     if not session.fits_device(config):
-        raise TooLargeError(f"{where} no small config, and {what}, above --cpu-max-elements "
+        raise TooLargeError(f"{where} no small config, and config {config.label} has {_count(inputs)} elements of "
+                            f"inputs and weights and {outputs:,} of outputs, above --cpu-max-elements "
                             f"{session.options.cpu_max_elements:,} (raise it, or evaluate on a GPU)")
+    footprint = problem.footprint_numel()
+    what = f"config {config.label} has {_count(footprint)} elements of inputs, weights and outputs"
     needed = footprint * BYTES * COPIES
     available = available_bytes(session.device)
     if needed > available:

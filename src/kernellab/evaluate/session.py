@@ -208,12 +208,13 @@ class EvalSession:
         return self.ceilings
 
     def fits_device(self, config: Config) -> bool:
-        """Under the interpreter, configs beyond ``cpu_max_elements`` elements of inputs, weights and
-        outputs are skipped."""
+        """Under the interpreter, configs whose inputs and weights, or whose outputs, have more than
+        ``cpu_max_elements`` elements are skipped (an outer product's inputs are small)."""
         if self.device == "cuda" or config.visibility is Visibility.SMALL:
             return True
         if config not in self._fits:
-            self._fits[config] = self.problem(config).footprint_numel() <= self.options.cpu_max_elements
+            problem, limit = self.problem(config), self.options.cpu_max_elements
+            self._fits[config] = problem.input_numel() <= limit and problem.output_numel() <= limit
         return self._fits[config]
 
     # ------------------------------------------------------------------------------------ evaluation
