@@ -10,7 +10,7 @@ import inspect
 import logging
 import sys
 import types
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +32,8 @@ class Problem:
     task: Task
     config: Config
     module: types.ModuleType
+    # Element counts, traced once: the module (and so every size) is fixed for the problem's life.
+    _counted: dict[str, int | None] = field(default_factory=dict, init=False, repr=False, compare=False)
 
     @property
     def input_names(self) -> list[str]:
@@ -44,6 +46,11 @@ class Problem:
         """Total elements of the inputs and weights, found without allocating them (meta device, then fake
         tensors); a ``get_inputs`` neither can trace counts as unboundedly large, except at the
         ``small`` config, which is run for real."""
+        if "inputs" not in self._counted:
+            self._counted["inputs"] = self._input_numel()
+        return self._counted["inputs"]  # type: ignore[return-value]
+
+    def _input_numel(self) -> int:
         state = torch.random.get_rng_state()
         try:
             seed_torch(0)
@@ -72,6 +79,11 @@ class Problem:
 
     def traced_output_numel(self) -> int | None:
         """``output_numel``, or None when the forward cannot be traced at this config."""
+        if "outputs" not in self._counted:
+            self._counted["outputs"] = self._traced_output_numel()
+        return self._counted["outputs"]
+
+    def _traced_output_numel(self) -> int | None:
         state = torch.random.get_rng_state()
         try:
             seed_torch(0)
