@@ -67,10 +67,12 @@ def derive_small_config(task: Task) -> dict[str, Any] | None:
             continue
         changed = {name: values[name] for name in sizes if values[name] != constants[name]}
         try:
-            if _runs(_problem(task, changed)):
-                return changed
+            problem = _problem(task, changed)
+            outputs = _run_outputs(problem)
         except TaskError:
             continue
+        if outputs is not None and problem.input_numel() + outputs <= SMALL_ELEMENTS:
+            return changed
     return None
 
 
@@ -92,7 +94,8 @@ def _halve_until_small(task: Task, constants: dict[str, Any], sizes: list[str], 
     strict = _footprint(task, values, sizes) is not None
     frozen: set[str] = set()
     while True:
-        footprint = _footprint(task, values, sizes)
+        # Untraceable (or too slow to trace): inputs and weights decide, the real run counts outputs.
+        footprint = _footprint(task, values, sizes) if strict else _inputs_and_weights(task, values) or None
         if footprint is not None and footprint <= SMALL_ELEMENTS:
             return values
         above = [n for n in sizes if n not in frozen and _largest(values[n]) > floor]
@@ -131,9 +134,11 @@ def _inputs_and_weights(task: Task, values: dict[str, Any]) -> int:
 
 
 def _problem(task: Task, values: dict[str, Any]):
+    """The problem at trial sizes. Built as a seen config: a small one's ``get_inputs`` is run for real
+    when it cannot be traced, and these sizes are not yet known to be small."""
     from kernellab.tasks.materialize import load_problem
 
-    return load_problem(task, Config.of(values, Visibility.SMALL))
+    return load_problem(task, Config.of(values, Visibility.SEEN))
 
 
 def _largest(value: Any) -> int:
@@ -163,17 +168,18 @@ def _halved(value: Any, floor: int) -> Any:
     return type(value)(_halved(v, floor) for v in value)
 
 
-def _runs(problem) -> bool:
-    """The reference's forward at this config, for real, on the CPU in float32."""
-    from kernellab.tasks.materialize import build_model
+def _run_outputs(problem) -> int | None:
+    """The reference's forward at this config, for real, on the CPU in float32: the elements of its
+    outputs, or None when it fails there."""
+    from kernellab.tasks.materialize import build_model, flatten_outputs
 
     state = torch.random.get_rng_state()
     try:
         model = build_model(problem.module.Model, problem.init_inputs(), seed=0)
         with torch.no_grad():
-            model(*problem.inputs(seed=0, device="cpu", dtype="float32"))
-        return True
+            outputs = flatten_outputs(model(*problem.inputs(seed=0, device="cpu", dtype="float32")))
+        return sum(o.numel() for o in outputs if isinstance(o, torch.Tensor))
     except Exception:  # noqa: BLE001 - the reference rejects these sizes: try the next candidate
-        return False
+        return None
     finally:
         torch.random.set_rng_state(state)
