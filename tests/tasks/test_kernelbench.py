@@ -267,3 +267,4 @@ def test_an_unknown_hugging_face_model_is_one_line(tmp_path):
     text = str(err.value)
     assert "'example-org/no-such-model'" in text and "bundles no config" in text and "gpt2" in text
     assert "\n" not in text
+

@@ -168,18 +168,21 @@ class _TraceTimeout(Exception):
 @contextlib.contextmanager
 def _time_limit(seconds: float):
     """Raise ``_TraceTimeout`` in this thread after ``seconds`` (SIGALRM: the main thread only, and only
-    where no other timer is set; elsewhere without a limit)."""
+    where no other timer is set; elsewhere without a limit). Yields a dict whose ``expired`` is set
+    too: raised inside an op's C++ callback, the exception reaches the caller as a RuntimeError."""
+    expired = {"expired": False}
     if threading.current_thread() is not threading.main_thread() or signal.getitimer(signal.ITIMER_REAL)[0] > 0:
-        yield
+        yield expired
         return
 
     def expire(signum, frame):
+        expired["expired"] = True
         raise _TraceTimeout()
 
     previous = signal.signal(signal.SIGALRM, expire)
     signal.setitimer(signal.ITIMER_REAL, seconds)
     try:
-        yield
+        yield expired
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)
@@ -194,7 +197,7 @@ def _trace_outputs(module: types.ModuleType) -> list[Any] | None:
     level = fake_log.level
     fake_log.setLevel(logging.CRITICAL)
     try:
-        with _time_limit(TRACE_SECONDS):
+        with _time_limit(TRACE_SECONDS) as limit:
             for context in (lambda: torch.device("meta"), FakeTensorMode):
                 try:
                     with context(), torch.no_grad():
@@ -203,6 +206,8 @@ def _trace_outputs(module: types.ModuleType) -> list[Any] | None:
                 except _TraceTimeout:
                     raise
                 except Exception:  # noqa: BLE001 - an op without a meta or fake implementation
+                    if limit["expired"]:
+                        return None
                     continue
         return None
     except _TraceTimeout:
