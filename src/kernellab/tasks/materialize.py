@@ -6,12 +6,9 @@ module), so both sides build their parameters the same way from the same seed.
 
 from __future__ import annotations
 
-import contextlib
 import inspect
 import logging
-import signal
 import sys
-import threading
 import types
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -155,40 +152,11 @@ def _trace_inputs(get_inputs, small: bool) -> list[Any] | None:
     return list(get_inputs()) if small else None
 
 
-# Tracing is cheap for most models, but an RNN on the meta device runs its cell once per time step:
-# a 6-layer LSTM over 512 steps took 70 s on a loaded 2-core machine. Past this, the outputs count as
-# untraceable (a size guard then counts inputs and weights).
-TRACE_SECONDS = 5.0
-
-
-class _TraceTimeout(Exception):
-    pass
-
-
-@contextlib.contextmanager
-def _time_limit(seconds: float):
-    """Raise ``_TraceTimeout`` in this thread after ``seconds`` (SIGALRM: the main thread only, and only
-    where no other timer is set; elsewhere without a limit). Yields a dict whose ``expired`` is set
-    too: raised inside an op's C++ callback, the exception reaches the caller as a RuntimeError."""
-    expired = {"expired": False}
-    if threading.current_thread() is not threading.main_thread() or signal.getitimer(signal.ITIMER_REAL)[0] > 0:
-        yield expired
-        return
-
-    def expire(signum, frame):
-        expired["expired"] = True
-        raise _TraceTimeout()
-
-    previous = signal.signal(signal.SIGALRM, expire)
-    signal.setitimer(signal.ITIMER_REAL, seconds)
-    try:
-        yield expired
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
-
-
 def _trace_outputs(module: types.ModuleType) -> list[Any] | None:
+    """The forward's outputs on the meta device, else under fake tensors; None when neither runs it.
+    Not bounded in time: a deadline would make what is traceable (and so a KernelBench file's derived
+    config, part of its task hash) depend on the machine's load. An RNN on the meta device runs its
+    cell once per time step (a 6-layer LSTM over 512 steps: about a minute on a loaded 2-core machine)."""
     from torch._subclasses.fake_tensor import FakeTensorMode
 
     # Fake tensors log the error of an op that cannot run before raising it: here that is an answer
@@ -197,20 +165,13 @@ def _trace_outputs(module: types.ModuleType) -> list[Any] | None:
     level = fake_log.level
     fake_log.setLevel(logging.CRITICAL)
     try:
-        with _time_limit(TRACE_SECONDS) as limit:
-            for context in (lambda: torch.device("meta"), FakeTensorMode):
-                try:
-                    with context(), torch.no_grad():
-                        model = module.Model(*module_init_inputs(module))
-                        return flatten_outputs(model(*module.get_inputs()))
-                except _TraceTimeout:
-                    raise
-                except Exception:  # noqa: BLE001 - an op without a meta or fake implementation
-                    if limit["expired"]:
-                        return None
-                    continue
-        return None
-    except _TraceTimeout:
+        for context in (lambda: torch.device("meta"), FakeTensorMode):
+            try:
+                with context(), torch.no_grad():
+                    model = module.Model(*module_init_inputs(module))
+                    return flatten_outputs(model(*module.get_inputs()))
+            except Exception:  # noqa: BLE001 - an op without a meta or fake implementation
+                continue
         return None
     finally:
         fake_log.setLevel(level)
