@@ -110,7 +110,7 @@ def test_kernelbench_file_derived_constants_follow_the_config(tmp_path):
     path.write_text(CROSS_ENTROPY)
     task = load_task(path)
     assert task.kernelbench and task.policy is Policy.KERNELBENCH
-    (config,) = task.configs
+    config = task.configs_of(Visibility.SEEN)[0]
     assert config.as_dict()["num_classes"] == 10
     module = build_module(task.source, {"num_classes": 32000, "batch_size": 8}, where=path)
     assert module.input_shape == (32000,)  # derived constant re-evaluated, not stale

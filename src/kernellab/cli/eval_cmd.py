@@ -19,6 +19,7 @@ from kernellab.cli.early_start import leave
 from kernellab.cli.errors import UsageError, report_usage_error
 from kernellab.cli.options import Debug, Device, Json
 from kernellab.evaluate.compile_ahead import CORES_PER_HELPER, MAX_HELPERS
+from kernellab.evaluate.machine_fit import require_fit
 from kernellab.evaluate.options import EvalOptions
 from kernellab.evaluate.session import EvalSession
 from kernellab.evaluate.verdict import Stage, Verdict
@@ -46,6 +47,10 @@ def eval_command(
         True, "--sanitize/--no-sanitize",
         help="compute-sanitizer memcheck, racecheck and initcheck on the small and edge configs (GPU only; "
              "seconds per candidate)"),
+    cpu_max_elements: int = typer.Option(
+        EvalOptions.cpu_max_elements, "--cpu-max-elements", min=1,
+        help="on the CPU, skip configs whose inputs and weights, or whose outputs, have more elements (small "
+             "configs always run); a task with nothing left is too large for this machine (exit 2)"),
     as_json: Json = False,
     debug: Debug = False,
 ) -> None:
@@ -56,9 +61,10 @@ def eval_command(
         loaded = load_task(task)
         options = EvalOptions(policy=policy, configs=configs, dtypes=tuple(dtype) if dtype else None, seed=seed,
                               device=device, compile_ahead=compile_ahead, sanitize=sanitize, debug=debug,
-                              request_timeout_s=timeout)
+                              request_timeout_s=timeout, cpu_max_elements=cpu_max_elements)
         console = Console(stderr=True)
         with stdout_to_stderr(), EvalSession(loaded, options) as session:
+            require_fit(session)  # too large for this machine: the one line, before the banner
             console.print(f"[bold]{loaded.id}[/] on {session.device_label} ({session.mode.value})")
             with StageLine(console, loaded.id) as line:
                 session.on_stage = line.stage

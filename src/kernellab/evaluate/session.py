@@ -24,6 +24,7 @@ import torch
 import kernellab
 from kernellab.evaluate import gpu_sharing
 from kernellab.evaluate.ceilings import device_name
+from kernellab.evaluate.machine_fit import require_fit
 from kernellab.evaluate.options import EvalOptions, Resolved, resolve
 from kernellab.evaluate.reference import Case, add_precision_probes, build_case, case_nbytes
 from kernellab.evaluate.verdict import Mode, Stage, Status, Verdict
@@ -209,11 +210,13 @@ class EvalSession:
         return self.ceilings
 
     def fits_device(self, config: Config) -> bool:
-        """Under the interpreter, configs beyond ``cpu_max_elements`` input elements are skipped."""
+        """Under the interpreter, configs whose inputs and weights, or whose outputs, have more than
+        ``cpu_max_elements`` elements are skipped (an outer product's inputs are small)."""
         if self.device == "cuda" or config.visibility is Visibility.SMALL:
             return True
         if config not in self._fits:
-            self._fits[config] = self.problem(config).input_numel() <= self.options.cpu_max_elements
+            problem, limit = self.problem(config), self.options.cpu_max_elements
+            self._fits[config] = problem.input_numel() <= limit and problem.output_numel() <= limit
         return self._fits[config]
 
     # ------------------------------------------------------------------------------------ evaluation
@@ -232,6 +235,7 @@ class EvalSession:
 
         started = time.perf_counter()
         path = Path(candidate)
+        require_fit(self)  # "too large for this machine" is an unusable input, before anything is built
         verdict = run_pipeline(self, path)
         if verdict.status is not Status.PASSED and gpu_sharing.has_guards() \
                 and gpu_sharing.out_of_device_memory(verdict.error):

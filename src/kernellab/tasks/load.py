@@ -29,6 +29,7 @@ from kernellab.tasks.model import (
     TaskError,
     Visibility,
 )
+from kernellab.tasks.kernelbench import with_small_config
 from kernellab.tasks.module import module_constants
 
 SUITE_ROOT = Path(__file__).parent / "suite"
@@ -71,9 +72,10 @@ def _load_kernelbench_file(path: Path) -> Task:
     constants = module_constants(source, path)
     _require_kernelbench_names(source, path)
     config = Config.of(constants, Visibility.SEEN)
-    return Task(id=path.stem, root=path.parent, source=source, category="kernelbench",
+    task = Task(id=path.stem, root=path.parent, source=source, category="kernelbench",
                 description=f"KernelBench problem {path.name}", policy=Policy.KERNELBENCH,
                 configs=(config,), kernelbench=True, dtypes=("float32",))
+    return with_small_config(task)
 
 
 def _require_kernelbench_names(source: str, path: Path) -> None:

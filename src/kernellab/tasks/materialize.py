@@ -7,9 +7,10 @@ module), so both sides build their parameters the same way from the same seed.
 from __future__ import annotations
 
 import inspect
+import logging
 import sys
 import types
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +32,8 @@ class Problem:
     task: Task
     config: Config
     module: types.ModuleType
+    # Element counts, traced once: the module (and so every size) is fixed for the problem's life.
+    _counted: dict[str, int | None] = field(default_factory=dict, init=False, repr=False, compare=False)
 
     @property
     def input_names(self) -> list[str]:
@@ -43,6 +46,11 @@ class Problem:
         """Total elements of the inputs and weights, found without allocating them (meta device, then fake
         tensors); a ``get_inputs`` neither can trace counts as unboundedly large, except at the
         ``small`` config, which is run for real."""
+        if "inputs" not in self._counted:
+            self._counted["inputs"] = self._input_numel()
+        return self._counted["inputs"]  # type: ignore[return-value]
+
+    def _input_numel(self) -> int:
         state = torch.random.get_rng_state()
         try:
             seed_torch(0)
@@ -61,6 +69,33 @@ class Problem:
         except Exception:  # noqa: BLE001 - a constructor meta cannot run: count nothing rather than fail
             return 0
         return sum(t.numel() for t in list(model.parameters()) + list(model.buffers()))
+
+    def output_numel(self) -> int:
+        """Elements of the forward's outputs, from a run on the meta device (then under fake tensors),
+        which allocates nothing: a matmul of two 4096² inputs makes a 4096² output, a size guard that
+        counted inputs only would let through an outer product of two vectors. 0 when neither can
+        trace the forward (data-dependent shapes): the inputs and weights are then all that is counted."""
+        return self.traced_output_numel() or 0
+
+    def traced_output_numel(self) -> int | None:
+        """``output_numel``, or None when the forward cannot be traced at this config."""
+        if "outputs" not in self._counted:
+            self._counted["outputs"] = self._traced_output_numel()
+        return self._counted["outputs"]
+
+    def _traced_output_numel(self) -> int | None:
+        state = torch.random.get_rng_state()
+        try:
+            seed_torch(0)
+            outputs = _trace_outputs(self.module)
+        finally:
+            torch.random.set_rng_state(state)
+        return None if outputs is None else sum(v.numel() for v in outputs if isinstance(v, torch.Tensor))
+
+    def footprint_numel(self) -> int:
+        """Inputs, weights and outputs together: what the size guards compare with a machine's limit."""
+        inputs = self.input_numel()
+        return inputs if inputs == sys.maxsize else inputs + self.output_numel()
 
     def inputs(self, seed: int, device: str | torch.device, dtype: str) -> list[Any]:
         """Fresh inputs from the reference's ``get_inputs`` under ``seed``, floating ones cast to ``dtype``."""
@@ -119,6 +154,31 @@ def _trace_inputs(get_inputs, small: bool) -> list[Any] | None:
     except Exception:  # noqa: BLE001
         pass
     return list(get_inputs()) if small else None
+
+
+def _trace_outputs(module: types.ModuleType) -> list[Any] | None:
+    """The forward's outputs on the meta device, else under fake tensors; None when neither runs it.
+    Not bounded in time: a deadline would make what is traceable (and so a KernelBench file's derived
+    config, part of its task hash) depend on the machine's load. An RNN on the meta device runs its
+    cell once per time step (a 6-layer LSTM over 512 steps: about a minute on a loaded 2-core machine)."""
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    # Fake tensors log the error of an op that cannot run before raising it: here that is an answer
+    # (untraceable), not something to show.
+    fake_log = logging.getLogger("torch._subclasses.fake_tensor")
+    level = fake_log.level
+    fake_log.setLevel(logging.CRITICAL)
+    try:
+        for context in (lambda: torch.device("meta"), FakeTensorMode):
+            try:
+                with context(), torch.no_grad():
+                    model = module.Model(*module_init_inputs(module))
+                    return flatten_outputs(model(*module.get_inputs()))
+            except Exception:  # noqa: BLE001 - an op without a meta or fake implementation
+                continue
+        return None
+    finally:
+        fake_log.setLevel(level)
 
 
 def reference_file(task: Task) -> Path:

@@ -34,6 +34,14 @@ def _configs(ctx, visibility: Visibility) -> tuple[list[Config], list[str]]:
     return chosen, [c.label for c in skipped]
 
 
+def _small_or_first(ctx) -> list[Config]:
+    """Where no seen config fits this device: the small configs, or the config the load stage ran
+    (a task without small configs must still be checked on something, never index an empty list)."""
+    from kernellab.evaluate.stages.load import first_config
+
+    return ctx.session.task.configs_of(Visibility.SMALL) or [first_config(ctx.session)]
+
+
 def _record(ctx, result: StageResult, outcome: CallOutcome) -> bool:
     result.configs.append(outcome.check)
     for v in outcome.violations:
@@ -76,7 +84,7 @@ def shape_sweep(ctx) -> StageResult:
     if skipped:
         result.skipped = f"too large for the interpreter: {', '.join(skipped)}"
     if not configs:  # the interpreter: sweep the small configs, so the cache checks still run
-        configs = ctx.session.task.configs_of(Visibility.SMALL)
+        configs = _small_or_first(ctx)
     seed = ctx.session.options.seed
     trials = max(1, ctx.session.options.trials)
     for config in configs:
@@ -128,7 +136,7 @@ def stability(ctx) -> StageResult:
     values far from zero: large positive and negative offsets, and their analogues for positive,
     unit and probability inputs) perturb one input at a time, each its own variant ``kind:name``."""
     seen, _ = _configs(ctx, Visibility.SEEN)
-    configs = seen[:1] or ctx.session.task.configs_of(Visibility.SMALL)
+    configs = seen[:1] or _small_or_first(ctx)
     result = StageResult(Stage.STABILITY, True)
     notes, outside = [], []
     for config in configs:
@@ -185,7 +193,7 @@ def _eager_meaningful(case: Case) -> bool:
 
 def determinism(ctx) -> StageResult:
     seen, _ = _configs(ctx, Visibility.SEEN)
-    config = (seen or ctx.session.task.configs_of(Visibility.SMALL))[0]
+    config = (seen or _small_or_first(ctx))[0]
     dtype = ctx.session.resolved.dtypes[0]
     case = ctx.session.case(config, dtype, ctx.session.options.seed)
     first = run_case(ctx, case, profile=traced(ctx, Stage.DETERMINISM, config.label, 0, 2))

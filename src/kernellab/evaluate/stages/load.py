@@ -44,8 +44,13 @@ def run(ctx) -> StageResult:
 
 
 def first_config(session):
+    """The small config, else the first seen config this device can run, else the first seen config
+    (``machine_fit.require_fit`` refuses the evaluation before it starts)."""
     small = session.task.configs_of(Visibility.SMALL)
-    return small[0] if small else session.task.configs_of(Visibility.SEEN)[0]
+    if small:
+        return small[0]
+    seen = session.task.configs_of(Visibility.SEEN)
+    return next((c for c in seen if session.fits_device(c)), seen[0])
 
 
 def _compile_only(ctx) -> StageResult:
