@@ -30,7 +30,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from kernellab.agents.solve import solve
+from kernellab.agents.solve import SolveOptions, solve
 from kernellab.evaluate.options import EvalOptions
 from kernellab.evaluate.verdict import Verdict
 from kernellab.tasks.load import load_task
@@ -68,9 +68,9 @@ def run_task(task_id: str, args: argparse.Namespace, folder: Path) -> dict:
         return {"task": task_id, "error": "the task has no baseline kernel"}
     search_s = max(5.0, args.time_per_task - (0 if args.small else FINAL_ESTIMATE_S))
     out_dir = folder / task_id.replace("/", "__")
-    result = solve(task, "search", {"screen": False, "seed": args.seed}, strategy_name=args.strategy,
-                   strategy_options=strategy_options(args), budget=f"{search_s:.0f}s,{args.max_proposals}it",
-                   out_dir=out_dir, eval_options=eval_options(args), seed=args.seed)
+    result = solve(task, SolveOptions("search", out_dir, {"screen": False, "seed": args.seed}, args.strategy,
+                                      strategy_options(args), f"{search_s:.0f}s,{args.max_proposals}it",
+                                      eval_options=eval_options(args), seed=args.seed))
     attempts = [line for line in map(json.loads, result.trajectory_path.read_text().splitlines())
                 if line.get("kind") == "iteration"]
     final = result.final_verdict

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from kernellab.agents.solve import solve
+from kernellab.agents.solve import SolveOptions, solve
 from kernellab.evaluate.options import EvalOptions
 from kernellab.optimize.records import OpRecord
 
@@ -37,8 +37,9 @@ def search_ops(ops: list[OpRecord], out: Path, *, agent: str, strategy: str, bud
         if folder.exists():
             shutil.rmtree(folder)
         try:
-            result = solve(out / op.task, agent, agent_options or {}, strategy, strategy_options or {}, budget,
-                           folder, confine=True, eval_options=options, seed=seed)
+            result = solve(out / op.task, SolveOptions(agent, folder, agent_options or {}, strategy,
+                                                       strategy_options or {}, budget, confine=True,
+                                                       eval_options=options, seed=seed))
         except Exception as exc:  # noqa: BLE001 - one op's failure is that op's verdict, not the run's
             log.warning("solve of %s failed: %s", op.slug, exc)
             op.solve_status, op.solve_note = "error", f"{type(exc).__name__}: {exc}"

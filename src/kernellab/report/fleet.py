@@ -75,7 +75,8 @@ def fleet(store: Store, run_id: int) -> Fleet:
     """The fleet of run ``run_id`` as stored now."""
     with store.snapshot() as c:
         jobs = store.jobs(run_id)
-        finals = {a.job_id: a.verdict for a in store.attempts(run_id=run_id) if a.final}
+        finals = {a.job_id: a.verdict.to_dict() if a.verdict is not None else None
+                  for a in store.attempts(run_id=run_id) if a.final}
         lost = c.execute("SELECT count(*) FROM events e JOIN jobs j ON j.id = e.job_id "
                          "WHERE j.run_id = ? AND e.kind = ?", (run_id, WORKER_LOST)).fetchone()[0]
     finished, running, failures = Counter(), Counter(), Counter()
