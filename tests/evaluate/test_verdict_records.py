@@ -8,7 +8,7 @@ them, so a renamed or dropped key fails here first.
 from __future__ import annotations
 
 import json
-import sys
+import importlib.util
 from pathlib import Path
 
 import pytest
@@ -24,8 +24,12 @@ from kernellab.evaluate.verdict import (
     ViolationKind,
 )
 
-sys.path.insert(0, str(Path(__file__).parents[1] / "score"))
-from conftest import make_verdict  # noqa: E402 - the score tests' real verdicts, from their folder
+# The score tests' real verdicts, from their folder's conftest (loaded under its own name: the
+# module name ``conftest`` is the top-level tests/conftest.py's in a whole-suite run).
+_spec = importlib.util.spec_from_file_location("score_conftest", Path(__file__).parents[1] / "score" / "conftest.py")
+_score_conftest = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(_score_conftest)
+make_verdict = _score_conftest.make_verdict
 
 VERDICT_KEYS = {"schema", "task", "candidate", "device", "mode", "versions", "policy", "seed", "status", "compiled",
                 "correct", "failed_stage", "error", "stages", "violations", "timings", "compile_seconds", "speedup",
