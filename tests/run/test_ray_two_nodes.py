@@ -40,8 +40,9 @@ def verdicts(run_dir: Path) -> dict[str, tuple]:
             finals = [a for a in store.attempts(job) if a.final]
             assert len(finals) <= 1, job.key
             assert sum(e.kind == "solve" for e in store.events(job)) == 1, job.key
-            v = finals[0].verdict if finals else {}
-            out[job.key] = (job.status, v.get("status"), v.get("correct"), (v.get("holdout") or {}).get("correct"))
+            v = finals[0].verdict if finals else None
+            out[job.key] = (job.status, v.status.value, v.correct, v.holdout.correct) if v is not None \
+                else (job.status, None, None, None)
         return out
 
 

@@ -55,7 +55,7 @@ def test_a_job_runs_from_bytes_alone_and_is_recorded_by_the_driver(recorded, tmp
     outcome = record_solve(store, job, out, SolveEnd(back.status, back.error))
     assert outcome.job_status == "done"
     (final,) = [a for a in store.attempts(job) if a.final]
-    assert final.verdict["correct"] and store.kernel_path(final).is_file()
+    assert final.verdict.correct and store.kernel_path(final).is_file()
     assert store.kernel_path(final).read_text() == (kernels / "relu" / "iter_1.py").read_text()
     assert store.job(job).worker == "w0@elsewhere"
     store.close()

@@ -96,6 +96,22 @@ def _autograd_inside_op() -> Any:
     return torch._C._ForceDispatchKeyGuard(torch._C._dispatch_tls_local_include_set(), excluded)
 
 
+def _unaliased(outs: list[torch.Tensor], inputs: tuple[torch.Tensor, ...]) -> list[torch.Tensor]:
+    """A custom op's results may alias neither its inputs nor each other (torch.library checks): a
+    kernel that hands back a gradient it was given (the residual's of an add + norm) or one tensor
+    for two results gets a copy where the storage was already seen."""
+    seen = {t.untyped_storage().data_ptr() for t in inputs if isinstance(t, torch.Tensor)}
+    out = []
+    for o in outs:
+        ptr = o.untyped_storage().data_ptr()
+        if ptr in seen and o.numel():
+            o = o.contiguous().clone()
+            ptr = o.untyped_storage().data_ptr()
+        seen.add(ptr)
+        out.append(o)
+    return out
+
+
 def _register(k: InstalledKernel, outputs: int, digest: str) -> Any:
     name = f"k{k.record.slug}_{digest}".replace("-", "_")
     if name in _OPS:  # registered earlier in this process: the same files; calls now go to ``k``
@@ -109,8 +125,7 @@ def _register(k: InstalledKernel, outputs: int, digest: str) -> Any:
 
     def impl(*ts: torch.Tensor) -> Any:
         out = holder[0].run(list(ts))
-        return tuple(o.contiguous().clone() if o.data_ptr() in {t.data_ptr() for t in ts} else o for o in out) \
-            if isinstance(out, tuple) else out
+        return tuple(_unaliased(list(out), ts)) if isinstance(out, tuple) else _unaliased([out], ts)[0]
 
     op = torch.library.custom_op(f"{NAMESPACE}::{name}", impl, mutates_args=(), schema=f"({args}) -> {ret}")
 
@@ -131,7 +146,7 @@ def _register(k: InstalledKernel, outputs: int, digest: str) -> Any:
             outs = list(out) if isinstance(out, tuple) else [out]
             wrt = [leaves[i] for i in grads_of]
             got = torch.autograd.grad(outs, wrt, grads, allow_unused=True)
-        return [g if g is not None else torch.zeros_like(w) for g, w in zip(got, wrt)]
+        return _unaliased([g if g is not None else torch.zeros_like(w) for g, w in zip(got, wrt)], ts)
 
     bwd = torch.library.custom_op(f"{NAMESPACE}::{name}_backward", bwd_impl, mutates_args=(),
                                   schema=f"({bwd_args}) -> Tensor[]")
