@@ -92,8 +92,7 @@ def _one(path: Path, options: EvalOptions | None, scratch: Path) -> dict:
         row.update(loaded=True, small=small[0].label if small else None,
                    footprint=load_problem(task, task.configs[0]).footprint_numel())
         if options is not None:
-            candidate = scratch / path.name
-            shutil.copyfile(path, candidate)
+            candidate = path  # the reference itself, judged by its Model (a copy needs a ModelNew)
             with EvalSession(task, options) as session:
                 verdict = session.evaluate(candidate)
             row.update(status=verdict.status.value, correct=verdict.correct, error=verdict.error,

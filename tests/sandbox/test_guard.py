@@ -209,7 +209,7 @@ def test_nothing_of_the_harness_is_reachable_without_an_audited_step(server, tmp
     path.write_text(REPORT)
     with pytest.raises(CandidateError) as raised:
         child.request("import", 60, path=str(path))
-    assert str(raised.value) == "LookupError: reachable: []"
+    assert str(raised.value).startswith("LookupError: reachable: [] (at ")  # where its own code raised
     # the only kernellab module left is the wire format's stub, for pickle
     child.request("import", 60, path=candidate(tmp_path, "alive"))
     child.close()
@@ -269,7 +269,7 @@ def test_the_guards_own_gates_lead_nowhere(server, tmp_path):
     path.write_text(CRAWL.format(sandbox=str(Path(guard.__file__).parent)))
     with pytest.raises(CandidateError) as raised:
         child.request("import", 60, path=str(path))
-    assert str(raised.value) == "LookupError: reachable: []"
+    assert str(raised.value).startswith("LookupError: reachable: [] (at ")  # where its own code raised
     child.close()
 
 
