@@ -4,8 +4,8 @@ evaluate each reference as its own candidate (``--policy off``), as ``kernellab 
     python benchmarks/kernelbench_compat.py /path/to/KernelBench/KernelBench [--levels 1 2 3]
         [--eval] [--device cpu|cuda] [--cpu-max-elements N] [--time-cap S] [--shard i/n]
 
-The checkout stays where the user keeps it; nothing of it is copied here (the candidate is a copy of
-the reference in a temporary folder). A problem too large for the machine is recorded as
+The checkout stays where the user keeps it; nothing of it is copied here (the candidate is the
+reference file itself, judged by its ``Model``). A problem too large for the machine is recorded as
 ``too_large`` with the one line ``kernellab eval`` prints (exit 2 there). ``--time-cap`` stops starting
 new problems after that many seconds, and the JSON says which were not reached: on a shared machine
 the run covers what it can and says so. The JSON is rewritten after every problem, so a run that is
