@@ -29,6 +29,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import replace
 from pathlib import Path
 
 from kernellab.evaluate.options import EvalOptions
@@ -102,6 +103,8 @@ def main() -> None:
     parser.add_argument("--holdout-timing", default="one", choices=("one", "all"),
                         help="time holdout configs in one dtype each (the default) or in every dtype (the warm "
                              "session only: the cold `kernellab eval` process uses the default)")
+    parser.add_argument("--min-samples", type=int, default=None,
+                        help="timing_min_samples of the warm session (default: EvalOptions' own)")
     args = parser.parse_args()
     cache = Path(args.cache_dir) if args.cache_dir else Path(tempfile.mkdtemp(prefix="kernellab-cache-"))
     cache.mkdir(parents=True, exist_ok=True)
@@ -114,6 +117,9 @@ def main() -> None:
     warm = []
     options = EvalOptions(holdout_timing_dtypes=args.holdout_timing, compile_ahead=args.compile_ahead,
                           sanitize=args.sanitize)
+    if args.min_samples is not None:
+        options = replace(options, timing_min_samples=args.min_samples)
+        result["timing_min_samples"] = args.min_samples
     with EvalSession(load_task(args.task), options) as session:
         first = session.evaluate(args.candidate)  # builds references; baselines come from the cache
         copies = []
@@ -137,7 +143,9 @@ def main() -> None:
                          "child_requests": {op: {"count": int(n), "judge_s": round(wall, 3), "child_s": round(child, 3)}
                                             for op, (n, wall, child) in session.last_op_stats.items()},
                          "stage_seconds": {st.name.value: round(st.seconds, 2) for st in verdict.stages},
-                         "compile_ahead": next((n for n in verdict.notes if n.startswith("compile ahead")), None)})
+                         "compile_ahead": next((n for n in verdict.notes if n.startswith("compile ahead")), None),
+                         "rows": [_row(t, "seen") for t in verdict.timings]
+                         + [_row(t, "holdout") for t in (verdict.holdout.timings if verdict.holdout else [])]})
         result["device"] = session.device_label
         result["session_first_s"] = round(first.elapsed_s, 2)
     result["warm"] = warm
@@ -166,6 +174,12 @@ def main() -> None:
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(result, indent=1))
+
+
+def _row(t, kind: str) -> dict:
+    """One timing row, for where the timing stage's rounds go."""
+    return {"kind": kind, "config": t.config, "dtype": t.dtype, "phase": t.phase, "method": t.method,
+            "samples": t.samples, "candidate_us": t.candidate_us, "ci95_us": t.ci95_us}
 
 
 if __name__ == "__main__":

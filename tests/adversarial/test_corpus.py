@@ -17,8 +17,21 @@ from kernellab.tasks.load import load_task
 
 HERE = Path(__file__).parent
 MANIFEST = tomllib.loads((HERE / "manifest.toml").read_text())
+# The violations only the sanitize stage finds (compute-sanitizer: ~7 s a case on an H200).
+SANITIZER_KINDS = {"memory_safety", "race"}
+
+
+def needs_sanitize(case: dict) -> bool:
+    """Whether a case runs with the sanitize stage: it expects (or accepts) what only compute-sanitizer
+    sees, or says ``sanitize = true``. Every other case is about a stage the sanitizer does not change,
+    and the stage's own false positives on sound kernels are tests/evaluate/test_sanitize.py's."""
+    named = {case.get("violation", "")} | set(case.get("also_ok", []))
+    return bool(case.get("sanitize")) or bool(named & SANITIZER_KINDS)
+
+
 # Grouped by task: one warm session per task at a time (sessions keep their cases on the device).
-CASES = sorted((c for c in MANIFEST["case"] if c.get("kind", "candidate") == "candidate"), key=lambda c: c["task"])
+CASES = sorted((c for c in MANIFEST["case"] if c.get("kind", "candidate") == "candidate"),
+               key=lambda c: (c["task"], needs_sanitize(c)))
 GPU = torch.cuda.is_available()
 # "i/n": this process takes every n-th case from the i-th, beside the other shards on one GPU (cases
 # are few per task and uneven: a task's cases spread over the shards, each opening its own session).
@@ -45,18 +58,19 @@ def gpu_lock():
 
 @pytest.fixture(scope="module")
 def sessions():
-    opened: dict[str, EvalSession] = {}
+    opened: dict[tuple[str, bool], EvalSession] = {}
 
-    def get(task: str) -> EvalSession:
-        if task not in opened:
+    def get(task: str, sanitize: bool) -> EvalSession:
+        if (task, sanitize) not in opened:
             for other in opened.values():  # the previous task's cases are done: free its device memory
                 other.close()
             opened.clear()
             # Short timing budgets: the corpus is about verdicts, and the timing stage must still run
             # (phase detection and timer checks live there).
-            options = EvalOptions(request_timeout_s=60, timing_budget_s=0.2, time_holdout=False, compile_baseline=False)
-            opened[task] = EvalSession(load_task(HERE / "tasks" / task), options)
-        return opened[task]
+            options = EvalOptions(request_timeout_s=60, timing_budget_s=0.2, time_holdout=False, compile_baseline=False,
+                                  sanitize=sanitize)
+            opened[task, sanitize] = EvalSession(load_task(HERE / "tasks" / task), options)
+        return opened[task, sanitize]
 
     yield get
     for session in opened.values():
@@ -79,7 +93,7 @@ def test_case(case, sessions, gpu_lock):
     on_cpu_instead = not GPU and "cpu_status" in case
     if case.get("gpu_only") and not GPU and not on_cpu_instead:
         pytest.skip("needs a GPU to show")
-    session = sessions(case["task"])
+    session = sessions(case["task"], needs_sanitize(case))
     if gpu_lock is not None:
         gpu_lock.begin("shared")
     try:

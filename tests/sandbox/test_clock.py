@@ -78,6 +78,24 @@ def test_should_stop_on_ci_target():
     assert should_stop(tight, PLAN, elapsed_s=0.1) == "ci"
 
 
+def test_should_stop_at_the_clock_resolution_within_twice_the_target():
+    """A 5 µs kernel with event-clock jitter: its 1% target (50 ns) is under what a sample resolves."""
+    from dataclasses import replace
+
+    rng = np.random.default_rng(7)
+    small = list(5 + rng.normal(0, 0.25, size=40))
+    plain = replace(PLAN, budget_s=10.0, max_samples=1000)
+    stats = summarize(small)
+    assert 1.0 < stats.half_width_pct < 2.0  # past the target, within twice it
+    assert should_stop(small, plain, elapsed_s=0.1) is None
+    assert should_stop(small, replace(plain, resolution_us=0.25), elapsed_s=0.1) == "resolution"
+    wider = list(5 + rng.normal(0, 1.5, size=40))  # half-width past twice the target: not enough
+    assert summarize(wider).half_width_pct > 2.0
+    assert should_stop(wider, replace(plain, resolution_us=5.0), elapsed_s=0.1) is None
+    with pytest.raises(ValueError):
+        TimingPlan(resolution_us=-1.0)
+
+
 def test_should_stop_on_budget_and_max_samples():
     rng = np.random.default_rng(6)
     noisy = list(10 + rng.normal(0, 3, size=40))

@@ -73,7 +73,8 @@ class Rounds:
                     return None
                 method = "events"  # capture refused
         min_samples = min(self.plan.min_samples, GRAPH_MIN_ROUNDS) if method == "graph" else self.plan.min_samples
-        plan = replace(self.plan, min_samples=min_samples, max_samples=max(min_samples, self.plan.max_samples))
+        plan = replace(self.plan, min_samples=min_samples, max_samples=max(min_samples, self.plan.max_samples),
+                       resolution_us=self.plan.resolution_us if method == "events" else 0.0)
         rounds: list[RoundTimes] = []
         samples: list[float] = []
         device_s = 0.0

@@ -186,12 +186,17 @@ def _timed_protocol_without_gpu(ctx) -> StageResult:
 # kernels compiled, its memory touched), so the warm-up only has to bring the clocks up after the
 # pause: 10 ms of back-to-back calls. At 25 ms, warm-ups were 0.6 s of a warm RMSNorm evaluation's 24.
 WARMUP_MS = 10.0
+# What one CUDA event sample resolves (the events are ~0.5 µs apart at best): the half-width an
+# events-timed row need not go under (``timing_stats.should_stop``). Graph-timed rows average many
+# calls per sample and keep the plain target (``rounds.Rounds.run``).
+EVENT_RESOLUTION_US = 0.25
 
 
 def plan_for(ctx) -> TimingPlan:
     o = ctx.session.options
     return TimingPlan(warmup_ms=WARMUP_MS, min_samples=o.timing_min_samples, max_samples=o.timing_max_samples,
-                      target_ci_pct=o.timing_target_ci_pct, budget_s=o.timing_budget_s)
+                      target_ci_pct=o.timing_target_ci_pct, budget_s=o.timing_budget_s,
+                      resolution_us=EVENT_RESOLUTION_US)
 
 
 def time_configs(ctx, configs: list[Config], holdout: bool = False,
