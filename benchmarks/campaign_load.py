@@ -30,45 +30,11 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import textwrap
 import time
 from collections import Counter
 from pathlib import Path
 
-from faulty_candidates import FAULTS, candidate_source
-
-REFERENCE = textwrap.dedent("""
-    import torch
-    import torch.nn as nn
-
-    N = 4096
-
-    class Model(nn.Module):
-        def __init__(self):
-            super().__init__()
-            self.scale = nn.Parameter(torch.ones(1))
-
-        def forward(self, x):
-            return x * self.scale + 1.0
-
-    def get_inputs():
-        return [torch.randn(N)]
-
-    def get_init_inputs():
-        return []
-""")
-
-TOML = textwrap.dedent("""
-    schema = 1
-    category = "load"
-    description = "x * scale + 1"
-    dtypes = ["float32"]
-    policy = "off"
-    configs = [{{ N = {n} }}, {{ N = 1000 }}]
-    edge = [{{ N = 1 }}]
-    holdout = [{{ N = 1031 }}]
-    small = [{{ N = 1000 }}]
-""")
+from faulty_candidates import FAULTS, candidate_source, write_task
 
 EVAL_OPTIONS = ("compile_baseline=false", "time_holdout=false", "dtypes=one")
 
@@ -79,10 +45,7 @@ def write_tasks(root: Path, faulty_share: float, size: int) -> tuple[Path, Path,
     kinds = {f"good_{i:02d}": "good" for i in range(good)} | {f"fault_{k}": k for k in FAULTS}
     tasks, kernels = root / "tasks", root / "kernels"
     for name, kind in kinds.items():
-        folder = tasks / name
-        folder.mkdir(parents=True)
-        (folder / "reference.py").write_text(REFERENCE)
-        (folder / "task.toml").write_text(TOML.format(n=size))
+        write_task(tasks / name, category="load", n=4096, sizes=[size, 1000], holdout=1031, policy="off")
         (kernels / name).mkdir(parents=True)
         (kernels / name / "kernel.py").write_text(candidate_source(kind))
     return tasks, kernels, kinds

@@ -227,7 +227,7 @@ def run_killed(argv: list[str], env: dict[str, str], log_path: Path, run_dir: Pa
 
 def wait_workers_gone(run_dir: Path, limit_s: float = 30.0) -> float | None:
     """Seconds until no worker of a running job is alive any more (they watch the killed orchestrator)."""
-    from kernellab.score.processes import process_alive
+    from kernellab.run.processes import process_alive
 
     started = time.monotonic()
     path = run_dir / "results.sqlite"

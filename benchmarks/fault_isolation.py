@@ -14,50 +14,15 @@ from __future__ import annotations
 import argparse
 import json
 import tempfile
-import textwrap
 import time
 from pathlib import Path
 
-from faulty_candidates import candidate_source
+from faulty_candidates import candidate_source, write_task
 
 from kernellab.evaluate.options import EvalOptions
 from kernellab.evaluate.session import EvalSession
 from kernellab.tasks.load import load_task
 from kernellab.tasks.model import Policy
-
-REFERENCE = textwrap.dedent("""
-    import torch
-    import torch.nn as nn
-
-    N = 1 << 20
-
-    class Model(nn.Module):
-        def __init__(self):
-            super().__init__()
-            self.scale = nn.Parameter(torch.ones(1))
-
-        def forward(self, x):
-            return x * self.scale + 1.0
-
-    def get_inputs():
-        return [torch.randn(N)]
-
-    def get_init_inputs():
-        return []
-""")
-
-TOML = textwrap.dedent("""
-    schema = 1
-    category = "elementwise"
-    description = "x * scale + 1"
-    dtypes = ["float32"]
-    configs = [{ N = 16777216 }, { N = 1048576 }, { N = 4096 }]
-    edge = [{ N = 1 }]
-    holdout = [{ N = 4099 }]
-    small = [{ N = 1000 }]
-""")
-
-
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -65,10 +30,7 @@ def main() -> None:
     parser.add_argument("--timeout", type=float, default=20.0, help="per-request timeout (the infinite loop)")
     args = parser.parse_args()
     root = Path(tempfile.mkdtemp(prefix="kernellab-faults-"))
-    task_dir = root / "scale"
-    task_dir.mkdir()
-    (task_dir / "reference.py").write_text(REFERENCE)
-    (task_dir / "task.toml").write_text(TOML)
+    task_dir = write_task(root / "scale", category="elementwise", n="1 << 20", sizes=[1 << 24, 1 << 20, 4096], holdout=4099)
     candidates = []
     fault_slots = {2: "segfault", 6: "illegal_address", 10: "hang", 14: "oom", 18: "os_exit"}
     for i in range(20):

@@ -1,9 +1,34 @@
-"""One candidate kernel (``y = x * scale + 1``) and the faults the verifier isolates, spliced into
-its forward: what the fault-isolation and campaign-load benchmarks evaluate."""
+"""One task (``y = x * scale + 1``), one candidate kernel for it, and the faults the verifier
+isolates, spliced into the candidate's forward: what the fault-isolation and campaign-load
+benchmarks evaluate."""
 
 from __future__ import annotations
 
 import textwrap
+from pathlib import Path
+
+import tomli_w
+
+REFERENCE = textwrap.dedent("""
+    import torch
+    import torch.nn as nn
+
+    N = {n}
+
+    class Model(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.scale = nn.Parameter(torch.ones(1))
+
+        def forward(self, x):
+            return x * self.scale + 1.0
+
+    def get_inputs():
+        return [torch.randn(N)]
+
+    def get_init_inputs():
+        return []
+""")
 
 KERNEL = textwrap.dedent("""
     import os, ctypes, time
@@ -45,6 +70,19 @@ FAULTS = {
     "fork": ("FORKED or FORKED.append(os.fork() == 0 and (time.sleep(600), os._exit(0)))", 0),
     "stdout_garbage": ("os.write(1, bytes(range(256)) * 16)", 0),
 }
+
+
+def write_task(folder: Path, *, category: str, n: int | str, sizes: list[int], holdout: int,
+               policy: str | None = None) -> Path:
+    """The task in ``folder``: its reference (``N = n``, a number or an expression) and a ``task.toml`` whose seen configs are
+    ``sizes``. ``policy="off"`` lets the faults run instead of being refused by the static scan."""
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "reference.py").write_text(REFERENCE.replace("{n}", n if isinstance(n, str) else str(n)))
+    toml = {"schema": 1, "category": category, "description": "x * scale + 1", "dtypes": ["float32"],
+            **({"policy": policy} if policy else {}), "configs": [{"N": n} for n in sizes],
+            "edge": [{"N": 1}], "holdout": [{"N": holdout}], "small": [{"N": 1000}]}
+    (folder / "task.toml").write_text(tomli_w.dumps(toml))
+    return folder
 
 
 def candidate_source(kind: str) -> str:

@@ -13,7 +13,6 @@ against cuBLAS before it is timed. The JSON is rewritten after every row.
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
 import sys
 import tempfile
@@ -23,6 +22,7 @@ from pathlib import Path
 import torch
 
 from kernellab.kernels import match_templates
+from kernellab.sandbox.candidate_module import load_candidate
 from kernellab.tasks.load import SUITE_ROOT, load_task
 from kernellab.tasks.materialize import (
     build_model,
@@ -53,12 +53,10 @@ def bench(fn) -> float:
 
 
 def load(match, params: dict, folder: Path, name: str):
+    """The variant's module, rendered into ``folder`` and imported as the harness imports a candidate."""
     path = folder / f"{name}.py"
     path.write_text(match.render(params))
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_candidate(str(path), name)[0]
 
 
 def main(argv: list[str] | None = None) -> int:

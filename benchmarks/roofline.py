@@ -27,7 +27,6 @@ inputs + outputs and the FLOP counter; forward + backward counts 3×) and % of t
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
 import math
 import os
@@ -42,6 +41,7 @@ import torch
 
 from kernellab.evaluate.roofline import roofline, task_bytes, task_flops
 from kernellab.kernels import Match, match_templates
+from kernellab.sandbox.candidate_module import load_candidate
 from kernellab.tasks.load import SUITE_ROOT, load_task
 from kernellab.tasks.materialize import (
     TORCH_DTYPES,
@@ -135,13 +135,11 @@ def plan_rows(args: argparse.Namespace) -> list[Plan]:
 # ------------------------------------------------------------------------------------ building
 
 
-def _load_candidate(match: Match, params: dict[str, int], folder: Path, name: str):
+def _load_candidate(match: Match, params: dict[str, int], folder: Path, name: str) -> type:
+    """The candidate's ``ModelNew``, rendered into ``folder`` and imported as the harness imports it."""
     path = folder / f"{name}.py"
     path.write_text(match.render(params))
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_candidate(str(path), name)[1]
 
 
 def _instances(task: Task, plan: Plan, device: str):
@@ -253,8 +251,8 @@ def run_row(plan: Plan, device: str, ceilings, folder: Path, presets: bool, comp
         return row
     best: tuple[float, str] | None = None
     for i, params in enumerate(match.presets() if presets else [{}]):
-        module = _load_candidate(match, params, folder, f"cand_{abs(hash(plan.label)) % 10**8}_{i}")
-        candidate = cast_model(build_model(module.ModelNew, init, 0), plan.dtype, task.keep_dtype, device)
+        model_new = _load_candidate(match, params, folder, f"cand_{abs(hash(plan.label)) % 10**8}_{i}")
+        candidate = cast_model(build_model(model_new, init, 0), plan.dtype, task.keep_dtype, device)
         copy_matching_state(model.state_dict(), candidate)
         with torch.no_grad():
             got = flatten_outputs(candidate(*inputs))

@@ -379,6 +379,7 @@ def test_ctrl_c_keeps_what_was_recorded_and_resume_continues(tmp_path, recorded)
     assert resumed.status == "passed" and resumed.best_candidate == "c2"
     _, job, attempts, events = stored(out)
     assert job.status == "done" and job.tries == 2
+    assert job.worker is None and job.worker_pid is None  # a solve records its job; it claims none
     assert [a.iteration for a in attempts if not a.final] == [1, 2, 3, 4]  # nothing recorded twice
     kinds = [e.kind for e in events]
     assert kinds.count("start") == 1 and "resume" in kinds and kinds[-1] == "final"

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from campaign_cli import TASKS, kernellab, start_kernellab
 
-from kernellab.score.processes import process_alive
+from kernellab.run.processes import process_alive
 from kernellab.score.store import Store
 
 

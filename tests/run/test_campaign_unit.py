@@ -27,6 +27,7 @@ from kernellab.run.scheduler import (
     retime_finalists,
     retime_options,
 )
+from kernellab.run.queue import JobQueue
 from kernellab.score.store import Store
 from kernellab.tasks.load import SUITE_ROOT
 
@@ -314,7 +315,7 @@ def test_a_stopped_retime_is_summed_up_from_its_recorded_rounds(tmp_path, monkey
         verdict = Verdict(task={"id": job.task_id}, candidate={"path": "k.py"}, device="H100", mode=Mode.GPU,
                           versions={}, policy="strict", seed=0)
         verdict.status, verdict.compiled, verdict.correct = Status.PASSED, True, True
-        store.claim_next_job("w0")
+        JobQueue(store).claim("w0")
         store.record_attempt(job, "# the kernel\n", verdict, final=True)
         store.finish_job(job, "done")
         for i, x in enumerate(rounds[job.task_id]):

@@ -9,6 +9,7 @@ from kernellab.report.fleet import (
     fleet_markdown,
     fleet_rows,
 )
+from kernellab.run.queue import JobQueue
 from kernellab.score.store import Store
 from kernellab.score.store_records import JobSpec
 
@@ -39,11 +40,11 @@ def test_the_fleet_of_a_campaign(tmp_path):
                      "error": "the candidate process was killed by SIGSEGV"},
                     {"status": "timeout", "correct": False, "failed_stage": "load", "error": "no answer within 5 s"}]
         for i, v in enumerate(verdicts):
-            job = store.claim_next_job(f"w{i % 2}@node-{'ab'[i % 2]}", run_id=run.id)
+            job = JobQueue(store).claim(f"w{i % 2}@node-{'ab'[i % 2]}", run_id=run.id)
             store.record_attempt(job, "k", v, final=True)
             store.finish_job(job, "done")
         store.record_event(jobs[1], "worker_lost", {"try": 1})
-        running = store.claim_next_job("w0@node-a", run_id=run.id)
+        running = JobQueue(store).claim("w0@node-a", run_id=run.id)
         assert running.id == jobs[4].id
         f = fleet(store, run.id)
     assert f.finished_per_node == {"node-a": 2, "node-b": 2} and f.running_per_node == {"node-a": 1}

@@ -12,6 +12,7 @@ from datetime import UTC, datetime, timedelta
 from rich.console import Console
 
 from kernellab.run.progress import CampaignProgress, standing
+from kernellab.run.queue import JobQueue
 from kernellab.score.store import Store
 from kernellab.score.store_records import JobSpec
 
@@ -37,10 +38,10 @@ def test_jobs_finishing_between_two_polls_are_numbered_in_order(tmp_path):
     progress = CampaignProgress(store, run.id, Console(file=out, width=200), "t", workers=2)
     with progress:
         for _ in range(3):  # three jobs finish before the next poll
-            store.finish_job(store.claim_next_job("w0"), "done")
+            store.finish_job(JobQueue(store).claim("w0"), "done")
         progress.tick()
         progress.tick()
-        store.finish_job(store.claim_next_job("w0"), "failed", "RuntimeError: worker died")
+        store.finish_job(JobQueue(store).claim("w0"), "failed", "RuntimeError: worker died")
         progress.tick()
     numbers = re.findall(r"^\[(\d+)/4\]", out.getvalue(), re.M)
     assert numbers == ["1", "2", "3", "4"]  # never [3/4] three times, never a number skipped
@@ -50,10 +51,10 @@ def test_jobs_finishing_between_two_polls_are_numbered_in_order(tmp_path):
 def test_eta_counts_down_while_the_last_job_runs(tmp_path):
     store, run = _campaign(tmp_path, 2)
     t0 = datetime(2026, 1, 1, tzinfo=UTC)
-    first = store.claim_next_job("w0")
+    first = JobQueue(store).claim("w0")
     store.finish_job(first, "done")
     _set_times(store, first.id, t0, t0 + timedelta(seconds=100))  # a job takes 100 s
-    last = store.claim_next_job("w0")
+    last = JobQueue(store).claim("w0")
     _set_times(store, last.id, t0 + timedelta(seconds=100), None)
     etas = [standing(store, run.id, workers=1, at=t0 + timedelta(seconds=s)).eta_s for s in (110, 140, 180)]
     assert etas == [90.0, 60.0, 20.0]  # down, never up, while elapsed time grows
@@ -65,7 +66,7 @@ def test_eta_spreads_pending_jobs_over_the_workers(tmp_path):
     store, run = _campaign(tmp_path, 6)
     t0 = datetime(2026, 1, 1, tzinfo=UTC)
     for _ in range(2):
-        job = store.claim_next_job("w0")
+        job = JobQueue(store).claim("w0")
         store.finish_job(job, "done")
         _set_times(store, job.id, t0, t0 + timedelta(seconds=60))
     s = standing(store, run.id, workers=2, at=t0 + timedelta(seconds=60))
@@ -75,7 +76,7 @@ def test_eta_spreads_pending_jobs_over_the_workers(tmp_path):
 def test_crashed_jobs_and_failed_verdicts_are_told_apart(tmp_path):
     store, run = _campaign(tmp_path, 3)
     for status, error in (("done", None), ("done", None), ("failed", "OSError: disk full")):
-        store.finish_job(store.claim_next_job("w0"), status, error)
+        store.finish_job(JobQueue(store).claim("w0"), status, error)
     s = standing(store, run.id, workers=1)
     assert (s.done, s.passing, s.not_passing, s.crashed) == (3, 0, 2, 1)
     assert {f.verdict for f in s.finished} == {"no_candidate", "crashed: OSError: disk full"}

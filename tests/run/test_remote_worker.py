@@ -13,6 +13,7 @@ from kernellab.agents.base import registered
 from kernellab.run.campaign import CampaignSpec, Placement, open_campaign
 from kernellab.run.job import SolveEnd, job_dir, record_solve
 from kernellab.run.payload import JobPayload, TaskBundle, shipped_options, unpack_bytes
+from kernellab.run.queue import JobQueue
 from kernellab.run.remote import NodeWorker
 from kernellab.score.store import Store
 
@@ -26,7 +27,7 @@ def test_a_job_runs_from_bytes_alone_and_is_recorded_by_the_driver(recorded, tmp
     spec = CampaignSpec(tasks=(str(task),), agents=("replay",), agent_options={"replay": {"kernels": str(kernels)}})
     run_dir = driver / "run"
     store, run = open_campaign(run_dir, spec, Placement("interpret"), confined=True, confinement={}, resume=False)
-    job = store.claim_next_job("w0@elsewhere", run_id=run.id)
+    job = JobQueue(store).claim("w0@elsewhere", run_id=run.id)
     options, shipped = shipped_options(registered()["replay"], spec.options_for("replay"))
     assert options == {} and set(shipped) == {"kernels"}
     payload = JobPayload(job.id, job_dir(run_dir, job).name, "replay", 0, spec, TaskBundle.of(str(task)),
@@ -58,6 +59,10 @@ def test_a_job_runs_from_bytes_alone_and_is_recorded_by_the_driver(recorded, tmp
     assert final.verdict.correct and store.kernel_path(final).is_file()
     assert store.kernel_path(final).read_text() == (kernels / "relu" / "iter_1.py").read_text()
     assert store.job(job).worker == "w0@elsewhere"
+    # the campaign's job was claimed by the run layer; the solve only recorded its own one job
+    with Store.open(out, create=False) as solved:
+        (own,) = solved.jobs()
+        assert own.status == "done" and own.worker is None and own.worker_pid is None
     store.close()
     with Store.open(out, create=False) as solved:  # the solve's own store came back whole
         assert solved.jobs()[0].task_id == "relu"

@@ -11,6 +11,7 @@ import torch
 
 from kernellab.evaluate.verdict import Mode, Status, Verdict
 from kernellab.run.campaign import CampaignSpec, Placement, open_campaign
+from kernellab.run.queue import JobQueue
 from kernellab.run.scheduler import FINALISTS_FILE, recorded_samples, retime_finalists
 from kernellab.tasks.load import load_task
 
@@ -31,7 +32,7 @@ def test_finalists_are_re_timed_round_after_round_with_eager_measured_each_time(
         verdict = Verdict(task={"id": job.task_id}, candidate={"path": "kernel.py"}, device="cuda", mode=Mode.GPU,
                           versions={}, policy="strict", seed=0)
         verdict.status, verdict.compiled, verdict.correct = Status.PASSED, True, True
-        store.claim_next_job("w0")
+        JobQueue(store).claim("w0")
         store.record_attempt(job, kernels[job.task_id], verdict, final=True)
         store.finish_job(job, "done")
     lines = []

@@ -46,3 +46,22 @@ def test_requests_round_trip_through_their_messages_and_json():
 def test_bad_requests_are_refused_by_the_judge(make, message):
     with pytest.raises(ValueError, match=message):
         make()
+
+
+def test_the_judge_sends_only_typed_requests():
+    """Every request kernellab's own code sends a candidate child is a record (``ask`` / ``send``):
+    a raw ``child.request("op", ...)`` skips the validators and drifts from the harness's arguments.
+    (``CandidateProcess.request`` stays for the protocol tests, which speak the wire format.)"""
+    import ast
+    from pathlib import Path
+
+    import kernellab
+
+    raw = []
+    for path in Path(kernellab.__file__).parent.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+                    and node.func.attr in ("request", "submit") and node.args
+                    and isinstance(node.args[0], ast.Constant) and node.args[0].value in REQUESTS):
+                raw.append(f"{path.name}:{node.lineno}: {ast.unparse(node)[:80]}")
+    assert raw == []

@@ -4,10 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import sqlite3
-import subprocess
-import sys
 
 import pytest
 
@@ -130,7 +127,7 @@ def test_create_run_records_config_and_versions(store):
 def test_add_jobs_is_idempotent(store, run):
     first = store.add_jobs(run.id, SPECS)
     assert [j.status for j in first] == ["pending"] * 3
-    claimed = store.claim_next_job("w0")
+    claimed = store.set_job_status(first[0], "running")
     again = store.add_jobs(run.id, SPECS + [JobSpec("act/gelu", "claude")])
     assert [j.id for j in again[:3]] == [j.id for j in first]
     assert len(store.jobs(run.id)) == 4
@@ -146,59 +143,24 @@ def test_job_key_is_unique_per_run(store, run):
     assert len(store.jobs()) == 2 and len(store.jobs(run.id)) == 1
 
 
-def test_claim_in_order_until_empty(store, run):
-    jobs = store.add_jobs(run.id, SPECS)
-    got = [store.claim_next_job("w0", gpu="0", run_id=run.id) for _ in range(3)]
-    assert [j.id for j in got] == [j.id for j in jobs]
-    assert all(j.status == "running" and j.worker == "w0" and j.gpu == "0" and j.tries == 1 for j in got)
-    assert got[0].worker_pid == os.getpid()
-    assert store.claim_next_job("w0") is None
-    store.finish_job(got[0], "done")
-    store.finish_job(got[1], "failed", error="agent crashed")
-    assert store.status_counts(run.id) == {"pending": 0, "running": 1, "done": 1, "failed": 1}
-    assert store.job(got[1]).error == "agent crashed" and store.job(got[1]).finished
-    with pytest.raises(ValueError):
-        store.finish_job(got[2], "running")
-
-
-def test_requeue(store, run):
-    store.add_jobs(run.id, SPECS[:1])
-    job = store.claim_next_job("w0")
-    back = store.requeue(job)
-    assert back.status == "pending" and back.worker is None
-    assert store.claim_next_job("w1").tries == 2
-
-
-def test_reset_stale_leaves_live_workers_alone(store, run):
-    store.add_jobs(run.id, SPECS[:1])
-    store.claim_next_job("w0")  # this process: alive
-    assert store.reset_stale() == []
-    assert store.jobs(status="running")
-
-
-def test_reset_stale_requeues_a_dead_local_worker(store, run):
-    store.add_jobs(run.id, SPECS[:1])
-    job = store.claim_next_job("w0")
-    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True,
-                          text=True, check=True)
-    con = raw(store)
-    con.execute("UPDATE jobs SET worker_pid = ? WHERE id = ?", (int(dead.stdout), job.id))
-    con.commit()
-    reset = store.reset_stale()
-    assert [j.id for j in reset] == [job.id]
-    assert store.job(job).status == "pending" and store.job(job).worker_pid is None
-
-
-def test_reset_stale_by_heartbeat_for_other_hosts(store, run):
-    store.add_jobs(run.id, SPECS[:1])
-    job = store.claim_next_job("w0")
-    con = raw(store)
-    con.execute("UPDATE jobs SET worker_host = 'node-17' WHERE id = ?", (job.id,))
-    con.commit()
-    assert store.reset_stale() == []  # cannot see node-17's processes
-    assert store.reset_stale(older_than_s=3600) == []  # heartbeat is fresh
-    store.heartbeat(job)
-    assert [j.id for j in store.reset_stale(older_than_s=0)] == [job.id]
+def test_job_status_is_recorded_without_a_worker(store, run):
+    """The store records where a job stands; choosing a job and naming its worker is the run
+    layer's queue (tests/run/test_queue.py)."""
+    job = store.add_jobs(run.id, SPECS[:1])[0]
+    running = store.set_job_status(job, "running")
+    assert running.status == "running" and running.tries == 1 and running.started and running.worker is None
+    back = store.set_job_status(job, "pending")
+    assert back.status == "pending" and back.started is None and back.tries == 1
+    store.set_job_status(job, "running")
+    failed = store.finish_job(job, "failed", error="agent crashed")
+    assert failed.status == "failed" and failed.error == "agent crashed" and failed.finished and failed.tries == 2
+    assert store.status_counts(run.id) == {"pending": 0, "running": 0, "done": 0, "failed": 1}
+    with pytest.raises(ValueError, match="finishes"):
+        store.finish_job(job, "running")
+    with pytest.raises(ValueError, match="only a finished job"):
+        store.set_job_status(job, "pending", error="why")
+    with pytest.raises(ValueError, match="unknown job status"):
+        store.set_job_status(job, "paused")
 
 
 # -- attempts, verdicts, artifacts --------------------------------------------------------------------------

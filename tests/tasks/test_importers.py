@@ -9,6 +9,7 @@ import sys
 import textwrap
 from pathlib import Path
 
+import pytest
 import torch
 
 from kernellab.evaluate.options import EvalOptions
@@ -446,3 +447,11 @@ def test_cli_import_prints_a_summary_and_json(tmp_path):
     bad = subprocess.run([sys.executable, "-m", "kernellab.cli.main", "tasks", "import", "nosuch", str(checkout),
                           "--out", str(tmp_path / "o")], capture_output=True, text=True, timeout=120, check=False)
     assert bad.returncode == 2 and "unknown suite 'nosuch'" in bad.stderr and "Traceback" not in bad.stderr
+
+
+def test_a_folder_that_is_not_the_suite_is_refused_naming_what_was_looked_for(tmp_path):
+    (tmp_path / "other" / "tasks" / "x").mkdir(parents=True)
+    for suite, marker in (("gpumode", "task.yml"), ("robust-kbench", "func_forward.py"),
+                          ("agentkernelarena", "config.yaml")):
+        with pytest.raises(FileNotFoundError, match=rf"no \w+/\*\*/{marker} \(is this an? "):
+            import_suite(suite, tmp_path / "other", tmp_path / "out")

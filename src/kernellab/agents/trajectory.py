@@ -42,13 +42,13 @@ from kernellab.score.store_records import (
     AttemptUsage,
     JobRecord,
     JobSpec,
+    JobStatus,
     RunRecord,
 )
 
 log = logging.getLogger(__name__)
 
 TRAJECTORY_FILE = "trajectory.jsonl"
-WORKER = "solve"
 
 
 def utc_now() -> str:
@@ -57,7 +57,12 @@ def utc_now() -> str:
 
 class Trajectory:
     """The JSONL file and the store of one solve's job. Use :meth:`create` (a new run) or
-    :meth:`resume` (the unfinished job of an earlier solve in the same folder)."""
+    :meth:`resume` (the unfinished job of an earlier solve in the same folder).
+
+    The solve's store is its own (``OUT/results.sqlite``), holding one run with one job: the solve
+    records where that job stands (``Store.set_job_status``) and never takes a job from a queue.
+    In a campaign, the run layer claims the campaign's job (``kernellab.run.queue``) before calling
+    the solve, and copies the solve's attempts into it after."""
 
     def __init__(self, out_dir: Path, store: Store, run: RunRecord, job: JobRecord) -> None:
         self.out_dir = out_dir
@@ -76,7 +81,7 @@ class Trajectory:
         try:
             run = store.create_run(config, device=device, confined=confined)
             (job,) = store.add_jobs(run.id, [spec])
-            job = store.claim_next_job(WORKER, run_id=run.id) or job
+            job = store.set_job_status(job, JobStatus.RUNNING)
         except BaseException:
             store.close()
             raise
@@ -84,9 +89,8 @@ class Trajectory:
 
     @classmethod
     def resume(cls, out_dir: Path, store: Store, run: RunRecord, job: JobRecord) -> Trajectory:
-        if job.status != "running":
-            store.requeue(job)
-            job = store.claim_next_job(WORKER, run_id=run.id) or store.job(job)
+        if job.status is not JobStatus.RUNNING:
+            job = store.set_job_status(job, JobStatus.RUNNING)
         return cls(out_dir, store, run, job)
 
     def close(self) -> None:
@@ -154,7 +158,7 @@ class Trajectory:
 
     def requeue(self) -> None:
         """Leave the job resumable (``pending``), its attempts kept."""
-        self.job = self.store.requeue(self.job)
+        self.job = self.store.set_job_status(self.job, JobStatus.PENDING)
 
 
 # ------------------------------------------------------------------------------------ reading

@@ -101,6 +101,7 @@ def collect_profile(session, kernel: Path, calls: int = 3) -> ProfileSummary:
         ChildFailure,
         ChildSpec,
     )
+    from kernellab.sandbox.requests import ImportRequest, InstantiateRequest, RunRequest
     from kernellab.tasks.model import Visibility
 
     seen = [c for c in session.task.configs_of(Visibility.SEEN) if session.fits_device(c)]
@@ -116,16 +117,16 @@ def collect_profile(session, kernel: Path, calls: int = 3) -> ProfileSummary:
     child = None
     try:
         child = CandidateProcess(session.server(), spec)
-        child.request("import", slow, path=str(kernel))
+        child.ask(ImportRequest(str(kernel)), slow)
         case = session.case(config, dtype, session.options.seed, probe=False)
         key = f"{config.label}|{dtype}"
-        child.request("instantiate", slow, key=key, init_inputs=case.init_inputs, seed=PARAM_SEED, state=case.state,
-                      dtype=dtype, keep_dtype=list(session.task.keep_dtype))
+        child.ask(InstantiateRequest(key, case.init_inputs, PARAM_SEED, case.state, dtype,
+                                     list(session.task.keep_dtype)), slow)
         case.restore_inputs()
-        child.request("run", slow, key=key, calls=[{"inputs": case.inputs}], poison_bytes=[], profile=False)  # JIT
+        child.ask(RunRequest(key, [{"inputs": case.inputs}]), slow)  # the first call compiles (JIT)
         case.restore_inputs()
-        value = child.request("run", timeout, key=key, calls=[{"inputs": case.inputs}] * calls, poison_bytes=[],
-                              profile=session.device == "cuda")
+        value = child.ask(RunRequest(key, [{"inputs": case.inputs}] * calls, profile=session.device == "cuda"),
+                          timeout)
     except (CandidateError, ChildFailure) as exc:
         summary.error = str(exc)
         return summary

@@ -23,6 +23,7 @@ from kernellab.kernels.template import (
     Match,
     Template,
     assemble,
+    autograd_op,
     register_template,
 )
 from kernellab.kernels.triton_expr import (
@@ -284,16 +285,4 @@ def _backward_kernel(dy_ptr, {self.ptr_params()}{dx_ptrs}{dp_ptrs}, n_rows, n_co
 def _backward(dy, {tensors}{self.host_scalars()}):
     dy = dy.contiguous()
 {allocs}{launch}    return {", ".join(returns)}
-''' + (COLUMN_SUM_HOST if self.param_grads else "") + f'''
-
-class _Op(torch.autograd.Function):
-    @staticmethod
-    def forward(ctx, {tensors}{self.host_scalars()}):
-        ctx.save_for_backward({tensors})
-        ctx.scalars = ({"".join(s + ", " for s in self.scalars)})
-        return _forward({tensors}{self.host_scalars()})
-
-    @staticmethod
-    def backward(ctx, dy):
-        return _backward(dy, *ctx.saved_tensors, *ctx.scalars)
-'''
+''' + (COLUMN_SUM_HOST if self.param_grads else "") + autograd_op(self.tensors, self.host_scalars(), self.scalars)

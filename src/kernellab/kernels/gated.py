@@ -19,6 +19,7 @@ from kernellab.kernels.template import (
     Match,
     Template,
     assemble,
+    autograd_op,
     register_template,
 )
 from kernellab.kernels.triton_expr import (
@@ -312,16 +313,4 @@ def _backward(dy, {tensors}{self.host_scalars()}):
         _backward_kernel[(triton.cdiv(n_rows, rows), triton.cdiv(n_out, cols))](
             dy, {tensors}{dx}, n_rows, n_out{self.host_scalars()}, ROWS=rows, BLOCK_C=cols, num_warps=NUM_WARPS)
     return {", ".join(returns)}
-
-
-class _Op(torch.autograd.Function):
-    @staticmethod
-    def forward(ctx, {tensors}{self.host_scalars()}):
-        ctx.save_for_backward({tensors})
-        ctx.scalars = ({"".join(s + ", " for s in self.scalars)})
-        return _forward({tensors}{self.host_scalars()})
-
-    @staticmethod
-    def backward(ctx, dy):
-        return _backward(dy, *ctx.saved_tensors, *ctx.scalars)
-'''
+''' + autograd_op(names, self.host_scalars(), self.scalars)

@@ -13,7 +13,7 @@ Budget per call, x (M x K), each weight (N x K):
 
 from __future__ import annotations
 
-from kernellab.kernels.matmul import _renamed
+from kernellab.kernels.matmul import _renamed, matmul_knobs
 from kernellab.kernels.matmul import _Render as _MatmulRender
 from kernellab.kernels.reference_model import Node, ReferenceModel
 from kernellab.kernels.template import (
@@ -35,25 +35,11 @@ from kernellab.tasks.model import Task
 G = Node("input", name="@g")
 U = Node("input", name="@u")
 
-KNOBS = [
-    KnobSpec("BLOCK_M", 128, "16..256", "output rows per tile (16-bit inputs)"),
-    KnobSpec("BLOCK_N", 64, "16..256", "output columns per tile: two accumulators each (16-bit inputs)"),
-    KnobSpec("BLOCK_K", 64, "16..128", "K step per iteration (16-bit inputs)"),
-    KnobSpec("NUM_WARPS", 8, "2,4,8", "warps per tile (16-bit inputs)"),
-    KnobSpec("NUM_STAGES", 3, "2,3,4,5", "software-pipelining stages (16-bit inputs)"),
-    KnobSpec("BLOCK_M_F32", 64, "16..256", "output rows per tile (float32 inputs)"),
-    KnobSpec("BLOCK_N_F32", 32, "16..256", "output columns per tile (float32 inputs)"),
-    KnobSpec("BLOCK_K_F32", 32, "16..128", "K step per iteration (float32 inputs)"),
-    KnobSpec("NUM_WARPS_F32", 4, "2,4,8", "warps per tile (float32 inputs)"),
-    KnobSpec("NUM_STAGES_F32", 3, "2,3,4,5", "software-pipelining stages (float32 inputs)"),
-    KnobSpec("GROUP_M", 8, "1..16", "tile rows that share weight panels in L2 (grouped tile order)"),
-    # the backward's plain products (the matmul template's kernels)
-    KnobSpec("SPLIT_K_BELOW", 128, "0..1024", "backward products: split K when the output has fewer tiles"),
-    KnobSpec("MAX_SPLIT_K", 16, "1..64", "backward products: most K splits per tile"),
-    KnobSpec("USE_TMA", 1, "0,1", "backward products: persistent TMA kernel for 16-bit operands on Hopper"),
-    KnobSpec("WARP_SPECIALIZE", 0, "0,1", "backward products: warp-specialised persistent loop"),
-    KnobSpec("F32_SPLIT", 0, "0,1", "float32 IEEE products as 3 TF32 products (tf32x3) instead of FMA"),
-]
+# The matmul template's knobs with tiles of its own (BLOCK_N half the matmul's: a tile holds two
+# accumulators); split-K and the TMA kernel serve the backward's plain products, which run the matmul
+# template's kernels.
+KNOBS = matmul_knobs((128, 64, 64, 8, 3), (64, 32, 32, 4, 3), columns=": two accumulators each", panels="weight",
+                     products="backward products: ")
 
 
 def _replace(node: Node, mapping: dict[Node, Node]) -> Node:

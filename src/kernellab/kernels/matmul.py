@@ -49,24 +49,36 @@ from kernellab.tasks.model import Task
 ACC = Node("input", name="@acc")  # the matmul's result inside the epilogue tree
 
 
-def _knobs(tf32: bool) -> list[KnobSpec]:
-    f32 = (128, 128, 32, 8, 3) if tf32 else (64, 64, 32, 4, 3)
+Tile = tuple[int, int, int, int, int]  # BLOCK_M, BLOCK_N, BLOCK_K, warps, pipelining stages
+
+
+def matmul_knobs(tile16: Tile, tile32: Tile, *, columns: str = "", panels: str = "B",
+                 products: str = "") -> list[KnobSpec]:
+    """The knobs of this template's kernels: a tile for 16-bit and one for float32 inputs, the
+    grouped tile order, split-K, the persistent TMA kernel and tf32x3. A template whose products run
+    these kernels takes the same knobs with tiles of its own (``gated_matmul``); ``columns`` and
+    ``panels`` say what its tiles hold, ``products`` which of its products split-K and TMA serve.
+    The first 11 are the tiles' and the grouping's; F32_SPLIT is the last."""
+    m, n, k, warps, stages = tile16
+    m32, n32, k32, warps32, stages32 = tile32
     return [
-        KnobSpec("BLOCK_M", 128, "16..256", "output rows per tile (16-bit inputs)"),
-        KnobSpec("BLOCK_N", 256, "16..256", "output columns per tile (16-bit inputs)"),
-        KnobSpec("BLOCK_K", 64, "16..128", "K step per iteration (16-bit inputs)"),
-        KnobSpec("NUM_WARPS", 8, "2,4,8", "warps per tile (16-bit inputs)"),
-        KnobSpec("NUM_STAGES", 3, "2,3,4,5", "software-pipelining stages (16-bit inputs)"),
-        KnobSpec("BLOCK_M_F32", f32[0], "16..256", "output rows per tile (float32 inputs)"),
-        KnobSpec("BLOCK_N_F32", f32[1], "16..256", "output columns per tile (float32 inputs)"),
-        KnobSpec("BLOCK_K_F32", f32[2], "16..128", "K step per iteration (float32 inputs)"),
-        KnobSpec("NUM_WARPS_F32", f32[3], "2,4,8", "warps per tile (float32 inputs)"),
-        KnobSpec("NUM_STAGES_F32", f32[4], "2,3,4,5", "software-pipelining stages (float32 inputs)"),
-        KnobSpec("GROUP_M", 8, "1..16", "tile rows that share B panels in L2 (grouped tile order)"),
-        KnobSpec("SPLIT_K_BELOW", 128, "0..1024", "split K when the output has fewer tiles than this"),
-        KnobSpec("MAX_SPLIT_K", 16, "1..64", "most K splits per tile"),
-        KnobSpec("USE_TMA", 1, "0,1", "persistent TMA-descriptor kernel for 16-bit operands on Hopper (0: pointers)"),
-        KnobSpec("WARP_SPECIALIZE", 0, "0,1", "warp-specialised loads/MMA in the persistent loop (Triton >= 3.5)"),
+        KnobSpec("BLOCK_M", m, "16..256", "output rows per tile (16-bit inputs)"),
+        KnobSpec("BLOCK_N", n, "16..256", f"output columns per tile{columns} (16-bit inputs)"),
+        KnobSpec("BLOCK_K", k, "16..128", "K step per iteration (16-bit inputs)"),
+        KnobSpec("NUM_WARPS", warps, "2,4,8", "warps per tile (16-bit inputs)"),
+        KnobSpec("NUM_STAGES", stages, "2,3,4,5", "software-pipelining stages (16-bit inputs)"),
+        KnobSpec("BLOCK_M_F32", m32, "16..256", "output rows per tile (float32 inputs)"),
+        KnobSpec("BLOCK_N_F32", n32, "16..256", "output columns per tile (float32 inputs)"),
+        KnobSpec("BLOCK_K_F32", k32, "16..128", "K step per iteration (float32 inputs)"),
+        KnobSpec("NUM_WARPS_F32", warps32, "2,4,8", "warps per tile (float32 inputs)"),
+        KnobSpec("NUM_STAGES_F32", stages32, "2,3,4,5", "software-pipelining stages (float32 inputs)"),
+        KnobSpec("GROUP_M", 8, "1..16", f"tile rows that share {panels} panels in L2 (grouped tile order)"),
+        KnobSpec("SPLIT_K_BELOW", 128, "0..1024", f"{products}split K when the output has fewer tiles than this"),
+        KnobSpec("MAX_SPLIT_K", 16, "1..64", f"{products}most K splits per tile"),
+        KnobSpec("USE_TMA", 1, "0,1",
+                 f"{products}persistent TMA-descriptor kernel for 16-bit operands on Hopper (0: pointers)"),
+        KnobSpec("WARP_SPECIALIZE", 0, "0,1",
+                 f"{products}warp-specialised loads/MMA in the persistent loop (Triton >= 3.5)"),
         KnobSpec("F32_SPLIT", 0, "0,1", "float32 IEEE tasks as 3 TF32 products (tf32x3) instead of FMA"),
     ]
 
@@ -163,7 +175,7 @@ class MatmulTemplate(Template):
         return Match(self, task, model, spec, summary=f"tiled matmul{fused}, {what}")
 
     def knobs(self, match: Match) -> list[KnobSpec]:
-        return _knobs(match.spec["tf32"])
+        return matmul_knobs((128, 256, 64, 8, 3), (128, 128, 32, 8, 3) if match.spec["tf32"] else (64, 64, 32, 4, 3))
 
     def presets(self, match: Match) -> list[dict[str, int]]:
         return [{"BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 64, "NUM_WARPS": 8, "NUM_STAGES": 4,

@@ -179,6 +179,26 @@ def _column_sum_kernel(part_ptr, out_ptr, groups, n_cols, BLOCK: tl.constexpr):
     tl.store(out_ptr + cols, acc.to(out_ptr.dtype.element_ty), mask=mask)
 '''
 
+def autograd_op(tensors: list[str], host_scalars: str, scalars: list[str]) -> str:
+    """``_Op``, the autograd function of a rendered file whose ``_forward(tensors..., scalars...)``
+    and ``_backward(dy, tensors..., scalars...)`` take the same tensors and scalars: it saves the
+    tensors, keeps the scalars, and hands ``_backward`` both (the elementwise and gated templates)."""
+    names = ", ".join(tensors)
+    return f'''
+
+class _Op(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, {names}{host_scalars}):
+        ctx.save_for_backward({names})
+        ctx.scalars = ({"".join(s + ", " for s in scalars)})
+        return _forward({names}{host_scalars})
+
+    @staticmethod
+    def backward(ctx, dy):
+        return _backward(dy, *ctx.saved_tensors, *ctx.scalars)
+'''
+
+
 COLUMN_SUM_HOST = '''
 def _column_sum(part, out):
     groups, n_cols = part.shape

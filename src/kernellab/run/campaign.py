@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from kernellab.run.queue import JobQueue
 from kernellab.score.records import TaskKind
 from kernellab.score.store import DB_NAME, Store
 from kernellab.score.store_records import JobSpec, RunRecord
@@ -222,8 +223,8 @@ def open_campaign(run_dir: Path, spec: CampaignSpec, placement: Placement, *, co
             if was != placement.mode:
                 raise CampaignError(f"the campaign in this folder ran in {was} mode; it cannot resume in "
                                     f"{placement.mode} mode (its verdicts would not compare)")
-            store.reset_stale(older_than_s=STALE_AFTER_S, run_id=run.id)
-        store.add_jobs(run.id, jobs)
+            JobQueue(store).requeue_dead(older_than_s=STALE_AFTER_S, run_id=run.id)
+        JobQueue(store).enqueue(run.id, jobs)
         (run_dir / JOBS_DIR).mkdir(exist_ok=True)
     except BaseException:
         store.close()

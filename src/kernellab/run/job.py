@@ -4,7 +4,7 @@ into the campaign store and the job finished, in one transaction.
 Resuming is the solve's own: a job whose folder holds an unfinished solve continues it with
 ``resume=True`` (its recorded proposals are kept, not asked for again); a job whose solve finished but
 was not yet copied (the worker died in between) is only copied. Nothing is copied twice: the copy and
-``finish_job`` commit together, and a finished job is never claimed again.
+finishing the job commit together, and a finished job is never claimed again.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from kernellab.run.campaign import JOBS_DIR, CampaignSpec
+from kernellab.run.queue import JobQueue
 from kernellab.score.artifacts import job_dir_name
 from kernellab.score.store import DB_NAME, Store, StoreError
 from kernellab.score.store_records import JobRecord
@@ -96,18 +97,19 @@ def run_solve(task: Any, agent: str, seed: int, spec: CampaignSpec, out: Path, *
 def record_solve(store: Store, job: JobRecord, out: Path, end: SolveEnd) -> JobOutcome:
     """Record a job's ended solve (its folder ``out`` under the campaign's ``jobs/``) in the campaign's
     store: copied and finished in one transaction, or, interrupted, put back to pending."""
+    queue = JobQueue(store)
     if end.status == "interrupted":
-        store.requeue(job)
+        queue.requeue(job)
         return JobOutcome("interrupted", None)
     if end.status == "error":
         log.warning("job %s (%s) failed: %s", job.id, job.key, end.error)
         with store.transaction():
             _copy_solve(store, job, out)
-            store.finish_job(job, "failed", end.error)
+            queue.finish(job, "failed", end.error)
         return JobOutcome("error", "failed", end.error)
     with store.transaction():
         _copy_solve(store, job, out)
-        store.finish_job(job, "done")
+        queue.finish(job, "done")
     return JobOutcome(end.status, "done")
 
 

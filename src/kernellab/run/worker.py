@@ -24,6 +24,7 @@ from typing import Any
 from kernellab.evaluate.gpu_sharing import set_guards
 from kernellab.run.campaign import campaign_spec
 from kernellab.run.job import execute_job
+from kernellab.run.queue import JobQueue
 from kernellab.run.scheduler import EvaluationGate, GpuLock
 from kernellab.score.store import Store
 
@@ -38,6 +39,7 @@ def work(run_dir: Path, name: str, *, gpu: int | None, interpret: bool, watch_pa
     ``lock_scope``: what the GPU lock is held exclusively for, the whole ``evaluation`` or each ``timing``
     (``scheduler.EvaluationGate``)."""
     store = Store.open(run_dir, create=False)
+    queue = JobQueue(store)
     stop = threading.Event()
     current: dict[str, int] = {}
     beat = threading.Thread(target=_heartbeat, args=(run_dir, current, stop, watch_parent), daemon=True)
@@ -52,7 +54,7 @@ def work(run_dir: Path, name: str, *, gpu: int | None, interpret: bool, watch_pa
         if lock is not None:  # timings; an evaluation that ran short of memory beside others
             set_guards(lock.exclusive, lock.alone)
         while True:
-            job = store.claim_next_job(name, gpu=None if gpu is None else str(gpu), run_id=run.id)
+            job = queue.claim(name, gpu=None if gpu is None else str(gpu), run_id=run.id)
             if job is None:
                 break
             current["job"] = job.id
@@ -75,6 +77,7 @@ def work(run_dir: Path, name: str, *, gpu: int | None, interpret: bool, watch_pa
 
 def _heartbeat(run_dir: Path, current: dict[str, int], stop: threading.Event, parent: int | None) -> None:
     store = Store.open(run_dir, create=False)  # one Store per thread
+    queue = JobQueue(store)
     try:
         while not stop.wait(HEARTBEAT_S if parent is None else 0.5):
             if parent is not None and os.getppid() != parent:
@@ -84,7 +87,7 @@ def _heartbeat(run_dir: Path, current: dict[str, int], stop: threading.Event, pa
                 os._exit(1)
             job = current.get("job")
             if job is not None:
-                store.heartbeat(job)
+                queue.heartbeat(job)
     except Exception:
         log.exception("heartbeat thread stopped")
     finally:

@@ -9,9 +9,9 @@ Durability and concurrency:
 - Every write is one short ``BEGIN IMMEDIATE`` transaction (``Store.transaction``); an attempt, its
   verdict and its timings are written together or not at all. Several processes may write: a
   writer waits for the lock up to ``BUSY_TIMEOUT_S``.
-- ``claim_next_job`` selects and marks a job inside one write transaction, so two workers never get
-  the same job. A worker that dies leaves its job ``running``; ``reset_stale`` puts such jobs back
-  to ``pending`` (the attempts they recorded stay, so a resumed job can continue from them).
+- The store records jobs and where each stands (``add_jobs``, ``set_job_status``); the campaign's
+  queue over them (claiming a job atomically, heartbeats, requeueing the jobs of dead workers) is
+  the run layer's, ``kernellab.run.queue``.
 - One ``Store`` per process (and thread); open it again in a child process rather than passing it.
 
 The schema is versioned (``meta.schema_version``, migrations in ``kernellab.score.schema``) and
@@ -24,17 +24,15 @@ import contextlib
 import importlib.metadata
 import logging
 import os
-import socket
 import sqlite3
 import time
 from collections.abc import Iterable, Iterator, Mapping
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Self
 
 from kernellab.score.artifacts import job_dir_name, write_artifact
 from kernellab.score.jsonable import dumps, json_ready
-from kernellab.score.processes import process_alive, process_start
 from kernellab.score.schema import JOB_STATUSES, MIGRATIONS, SCHEMA_VERSION
 from kernellab.score.store_records import (
     AttemptRecord,
@@ -250,65 +248,33 @@ class Store:
             counts[JobStatus(status)] = n
         return counts
 
-    def claim_next_job(self, worker: str, *, gpu: str | None = None, run_id: int | None = None) -> JobRecord | None:
-        """Atomically take the oldest pending job and mark it running for ``worker``; None when none is left."""
-        host, pid = socket.gethostname(), os.getpid()
+    def set_job_status(self, job: JobRecord | int, status: str, error: str | None = None) -> JobRecord:
+        """Record where a job stands: ``running`` (started now, one more try), ``done`` or ``failed``
+        (finished now; ``error``: why it failed), or ``pending`` again (its start and whoever ran it
+        forgotten; its attempts stay, so it can continue from them). Which job runs next, and on which
+        worker, is the run layer's queue (``kernellab.run.queue``), not the store's."""
+        status = JobStatus(_check_status(status))
+        if error is not None and status is not JobStatus.FAILED and status is not JobStatus.DONE:
+            raise ValueError(f"only a finished job has an error, not a {status.value!r} one")
+        t = now()
         with self.transaction() as c:
-            sql = "SELECT id FROM jobs WHERE status = 'pending'" + (" AND run_id = ?" if run_id is not None else "")
-            row = c.execute(sql + " ORDER BY id LIMIT 1", () if run_id is None else (run_id,)).fetchone()
-            if row is None:
-                return None
-            t = now()
-            c.execute("UPDATE jobs SET status = 'running', worker = ?, gpu = ?, worker_host = ?, worker_pid = ?, "
-                      "worker_started = ?, tries = tries + 1, started = ?, heartbeat = ?, finished = NULL, "
-                      "error = NULL WHERE id = ?", (worker, gpu, host, pid, process_start(pid), t, t, row["id"]))
-            return self.job(row["id"])
-
-    def heartbeat(self, job: JobRecord | int) -> None:
-        with self.transaction() as c:
-            c.execute("UPDATE jobs SET heartbeat = ? WHERE id = ?", (now(), _id(job)))
+            if status is JobStatus.RUNNING:
+                c.execute("UPDATE jobs SET status = 'running', tries = tries + 1, started = ?, heartbeat = ?, "
+                          "finished = NULL, error = NULL WHERE id = ?", (t, t, _id(job)))
+            elif status is JobStatus.PENDING:
+                c.execute("UPDATE jobs SET status = 'pending', worker = NULL, gpu = NULL, worker_host = NULL, "
+                          "worker_pid = NULL, worker_started = NULL, started = NULL, heartbeat = NULL WHERE id = ?",
+                          (_id(job),))
+            else:
+                c.execute("UPDATE jobs SET status = ?, finished = ?, error = ? WHERE id = ?",
+                          (status.value, t, error, _id(job)))
+            return self.job(job)
 
     def finish_job(self, job: JobRecord | int, status: str, error: str | None = None) -> JobRecord:
+        """``set_job_status`` for the two finished statuses only (a job ends ``done`` or ``failed``)."""
         if status not in (JobStatus.DONE, JobStatus.FAILED):
             raise ValueError(f"a job finishes 'done' or 'failed', not {status!r}")
-        status = JobStatus(status)
-        with self.transaction() as c:
-            c.execute("UPDATE jobs SET status = ?, finished = ?, error = ? WHERE id = ?",
-                      (status, now(), error, _id(job)))
-            return self.job(job)
-
-    def requeue(self, job: JobRecord | int) -> JobRecord:
-        """Put a job back to ``pending`` (a worker giving it up cleanly); its attempts stay."""
-        with self.transaction() as c:
-            _requeue(c, _id(job))
-            return self.job(job)
-
-    def reset_stale(self, *, older_than_s: float | None = None, run_id: int | None = None) -> list[JobRecord]:
-        """Put back to ``pending`` the ``running`` jobs whose worker is gone, and return them.
-
-        A worker is gone when it ran on this host and its process no longer exists (or its pid now
-        belongs to a process started later), or — for workers on other hosts, whose processes cannot
-        be seen from here — when ``older_than_s`` is given and its last heartbeat is older than that.
-        A live worker's job is never taken from it by the first rule.
-        """
-        host = socket.gethostname()
-        cutoff = None
-        if older_than_s is not None:
-            cutoff = (datetime.now(UTC) - timedelta(seconds=older_than_s)).isoformat(timespec="microseconds")
-        reset = []
-        with self.transaction() as c:
-            for row in c.execute("SELECT * FROM jobs WHERE status = 'running'" +
-                                 (" AND run_id = ?" if run_id is not None else ""),
-                                 () if run_id is None else (run_id,)).fetchall():
-                gone = (row["worker_host"] == host and row["worker_pid"] is not None
-                        and not process_alive(row["worker_pid"], row["worker_started"]))
-                stale = cutoff is not None and (row["heartbeat"] or "") < cutoff
-                if gone or stale:
-                    _requeue(c, row["id"])
-                    reset.append(self.job(row["id"]))
-        for job in reset:
-            log.info("job %s (%s) requeued: its worker %s is gone", job.id, job.key, job.worker)
-        return reset
+        return self.set_job_status(job, status, error)
 
     # -- attempts, verdicts, events ----------------------------------------------------------------
 
@@ -445,11 +411,6 @@ def _check_status(status: str) -> str:
     if status not in JOB_STATUSES:
         raise ValueError(f"unknown job status {status!r}; expected one of {JOB_STATUSES}")
     return status
-
-
-def _requeue(c: sqlite3.Connection, job_id: int) -> None:
-    c.execute("UPDATE jobs SET status = 'pending', worker = NULL, gpu = NULL, worker_host = NULL, "
-              "worker_pid = NULL, worker_started = NULL, started = NULL, heartbeat = NULL WHERE id = ?", (job_id,))
 
 
 def _verdict_dict(verdict: Verdict | Mapping[str, Any] | None) -> dict[str, Any] | None:

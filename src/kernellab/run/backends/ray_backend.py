@@ -138,11 +138,13 @@ class _Driver:
     """One run of the Ray backend: the store, the workers, the jobs in flight."""
 
     def __init__(self, backend: RayBackend, run_dir: Path, tick: Callable[[], None] | None, poll_s: float) -> None:
+        from kernellab.run.queue import JobQueue
         from kernellab.score.store import Store
 
         self.b, self.ray, self.tick, self.poll_s = backend, backend.ray, tick, poll_s
         self.run_dir = run_dir.resolve()
         self.store = Store.open(self.run_dir, create=False)
+        self.queue = JobQueue(self.store)  # the driver alone claims: its workers hold no store
         self.record = self.store.latest_run()
         self.spec = campaign_spec(self.record)
         self.spec_ref = self.ray.put(self.spec)
@@ -182,7 +184,7 @@ class _Driver:
         except KeyboardInterrupt:
             for slot in self.slots:
                 if slot.job is not None:
-                    self.store.requeue(slot.job)
+                    self.queue.requeue(slot.job)
                     slot.job = None
             raise
         finally:
@@ -224,7 +226,7 @@ class _Driver:
                 beat = time.monotonic()
                 for s in self.slots:
                     if s.job is not None:
-                        self.store.heartbeat(s.job)
+                        self.queue.heartbeat(s.job)
             if self.tick is not None:
                 self.tick()
 
@@ -250,8 +252,8 @@ class _Driver:
         from kernellab.run.payload import JobPayload, pack_bytes
 
         while True:
-            job = self.store.claim_next_job(slot.label, gpu=None if slot.gpu is None else str(slot.gpu),
-                                            run_id=self.record.id)
+            job = self.queue.claim(slot.label, gpu=None if slot.gpu is None else str(slot.gpu),
+                                   run_id=self.record.id)
             if job is None:
                 return
             out = job_dir(self.run_dir, job)
@@ -311,9 +313,9 @@ class _Driver:
         with self.store.transaction():
             self.store.record_event(job, "worker_lost", entry)
             if job.tries >= MAX_TRIES:
-                self.store.finish_job(job, "failed", f"its worker was lost {job.tries} times; last: {error}")
+                self.queue.finish(job, "failed", f"its worker was lost {job.tries} times; last: {error}")
             else:
-                self.store.requeue(job)
+                self.queue.requeue(job)
         if actor_gone:
             self._replace(slot)
 

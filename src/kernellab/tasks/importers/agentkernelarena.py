@@ -34,8 +34,8 @@ from typing import Any
 import torch
 import yaml
 
-from kernellab.tasks.importers.common import (DEVICE_SHIM, ImportSummary, Skipped, TaskFiles, cuda_on_cpu,
-                                              derived_sizes, device_neutral, run_guarded, write_task)
+from kernellab.tasks.importers.common import (DEVICE_SHIM, ImportSummary, TaskFiles, cuda_on_cpu, derived_sizes,
+                                              device_neutral, import_folders, run_guarded)
 
 SUITE = "agentkernelarena"
 COMPARE_FUNCS = {"allclose": None, "assert_close": None, "equal": 0.0}
@@ -50,31 +50,22 @@ class Unsliceable(Exception):
 
 
 def import_suite(checkout: Path, out: Path, summary: ImportSummary, only: str | None = None) -> None:
-    root = checkout / "tasks" if (checkout / "tasks").is_dir() else checkout
-    configs = sorted(root.rglob("config.yaml"))
-    if not configs:
-        raise FileNotFoundError(f"{checkout}: no tasks/**/config.yaml (is this an AgentKernelArena checkout?)")
-    for config in configs:
-        folder = config.parent
-        rel = folder.relative_to(root).as_posix()
-        if only and only not in rel:
-            continue
-        try:
-            meta = yaml.safe_load(config.read_text()) or {}
-        except yaml.YAMLError as exc:
-            summary.skipped.append(Skipped(rel, f"unreadable config.yaml: {str(exc).splitlines()[0]}"))
-            continue
-        kind = meta.get("task_type") or rel.split("/")[0]
-        if kind == "triton2triton":
-            files, reason = convert_triton(folder, rel, meta)
-        elif kind == "torch2hip":
-            files, reason = convert_torch2hip(folder, rel, meta)
-        else:
-            files, reason = None, f"task type {kind}: not imported (HIP and DSL kernels do not run here)"
-        if files is None:
-            summary.skipped.append(Skipped(rel, reason or "unknown"))
-            continue
-        write_task(files, out, summary, SUITE, checkout)
+    import_folders(checkout, out, summary, suite=SUITE, under="tasks", marker="config.yaml",
+                   what="an AgentKernelArena", convert=convert, only=only)
+
+
+def convert(folder: Path, rel: str) -> tuple[TaskFiles | None, str | None]:
+    """One task folder, by its ``task_type``: Triton and torch-to-HIP tasks are imported."""
+    try:
+        meta = yaml.safe_load((folder / "config.yaml").read_text()) or {}
+    except yaml.YAMLError as exc:
+        return None, f"unreadable config.yaml: {str(exc).splitlines()[0]}"
+    kind = meta.get("task_type") or rel.split("/")[0]
+    if kind == "triton2triton":
+        return convert_triton(folder, rel, meta)
+    if kind == "torch2hip":
+        return convert_torch2hip(folder, rel, meta)
+    return None, f"task type {kind}: not imported (HIP and DSL kernels do not run here)"
 
 
 # ---- triton2triton -------------------------------------------------------------------------------

@@ -89,6 +89,31 @@ def git_commit(checkout: Path) -> str | None:
     return out.stdout.strip() or None if out.returncode == 0 else None
 
 
+Convert = Callable[[Path, str], tuple[TaskFiles | None, str | None]]  # a task folder -> its files, or why not
+
+
+def import_folders(checkout: Path, out: Path, summary: ImportSummary, *, suite: str, under: str, marker: str,
+                   what: str, convert: Convert, only: str | None = None) -> None:
+    """The run an importer of a suite with one folder per task makes: every folder below
+    ``checkout/under`` (or ``checkout`` itself) that holds a ``marker`` file, whose path there
+    contains ``only`` when given, goes through ``convert(folder, path)`` and is written (or skipped
+    with the reason ``convert`` gives). ``what`` names the suite's checkout in the error when no
+    folder is found (``"a robust-kbench"``)."""
+    root = checkout / under if (checkout / under).is_dir() else checkout
+    markers = sorted(root.rglob(marker))
+    if not markers:
+        raise FileNotFoundError(f"{checkout}: no {under}/**/{marker} (is this {what} checkout?)")
+    for path in markers:
+        rel = path.parent.relative_to(root).as_posix()
+        if only and only not in rel:
+            continue
+        files, reason = convert(path.parent, rel)
+        if files is None:
+            summary.skipped.append(Skipped(rel, reason or "unknown"))
+            continue
+        write_task(files, out, summary, suite, checkout)
+
+
 def write_task(files: TaskFiles, out: Path, summary: ImportSummary, suite: str, checkout: Path) -> None:
     """Write the folder, load it back, and record it as imported or (removed again) skipped."""
     from kernellab.tasks.load import load_task
@@ -281,6 +306,16 @@ def safe_name(text: str) -> str:
     import re
 
     return re.sub(r"[^A-Za-z0-9_.-]+", "_", text).strip("_") or "task"
+
+
+def unique_configs(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Configs without repeats, in first-seen order (a suite's test and benchmark lists overlap;
+    configs are dicts, so a set cannot do it)."""
+    out: list[dict[str, Any]] = []
+    for item in items:
+        if item not in out:
+            out.append(item)
+    return out
 
 
 def numel_of(values: list[Any]) -> int:

@@ -24,8 +24,8 @@ from typing import Any
 import torch
 import yaml
 
-from kernellab.tasks.importers.common import (DEVICE_SHIM, ImportSummary, Skipped, TaskFiles, cuda_on_cpu,
-                                              derived_sizes, device_neutral, run_guarded, write_task)
+from kernellab.tasks.importers.common import (DEVICE_SHIM, ImportSummary, TaskFiles, cuda_on_cpu, derived_sizes,
+                                              device_neutral, import_folders, run_guarded, unique_configs)
 
 SUITE = "gpumode"
 DEFAULT_RTOL, DEFAULT_ATOL = 1e-5, 1e-8  # utils.match_reference's defaults
@@ -33,20 +33,8 @@ LOCAL_IMPORT = re.compile(r"^(from (utils|task|reference) import [^\n]*(\([^)]*\
 
 
 def import_suite(checkout: Path, out: Path, summary: ImportSummary, only: str | None = None) -> None:
-    root = checkout / "problems" if (checkout / "problems").is_dir() else checkout
-    specs = sorted(root.rglob("task.yml"))
-    if not specs:
-        raise FileNotFoundError(f"{checkout}: no problems/**/task.yml (is this a reference-kernels checkout?)")
-    for spec in specs:
-        folder = spec.parent
-        rel = folder.relative_to(root).as_posix()
-        if only and only not in rel:
-            continue
-        files, reason = convert(folder, rel)
-        if files is None:
-            summary.skipped.append(Skipped(rel, reason or "unknown"))
-            continue
-        write_task(files, out, summary, SUITE, checkout)
+    import_folders(checkout, out, summary, suite=SUITE, under="problems", marker="task.yml",
+                   what="a reference-kernels", convert=convert, only=only)
 
 
 def _named_file(folder: Path, spec: dict[str, Any], name: str) -> Path | None:
@@ -104,8 +92,8 @@ def convert(folder: Path, rel: str) -> tuple[TaskFiles | None, str | None]:
         path = _named_file(folder, spec, name)
         if path is not None:
             helpers += f"\n# ---- the suite's {name}, as written ----\n" + LOCAL_IMPORT.sub("", path.read_text()).rstrip() + "\n"
-    seen = _unique([c for c in strip[:len(benchmarks)]]) or _unique(strip[-1:])
-    edge = [c for c in _unique(strip[len(benchmarks):]) if c not in seen]
+    seen = unique_configs([c for c in strip[:len(benchmarks)]]) or unique_configs(strip[-1:])
+    edge = [c for c in unique_configs(strip[len(benchmarks):]) if c not in seen]
     largest = max(seen, key=lambda c: sum(v for v in c.values() if isinstance(v, int) and not isinstance(v, bool)))
     base_reference = _reference(rel, helpers, source, largest, 0)
     probe = min(edge or seen, key=lambda c: sum(v for v in c.values() if isinstance(v, int) and not isinstance(v, bool)))
@@ -155,14 +143,6 @@ def convert(folder: Path, rel: str) -> tuple[TaskFiles | None, str | None]:
     origin = [folder / "task.yml", reference_path] + ([submission] if baseline else [])
     return TaskFiles(name=rel.replace("/", "__"), source=rel, reference=reference, toml=meta, baseline=baseline,
                      notes=notes, origin_files=origin), None
-
-
-def _unique(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    out: list[dict[str, Any]] = []
-    for item in items:
-        if item not in out:
-            out.append(item)
-    return out
 
 
 def _model(class_name: str, fn: str, n_inputs: int) -> str:

@@ -25,8 +25,8 @@ from typing import Any
 
 import torch
 
-from kernellab.tasks.importers.common import (ImportSummary, Skipped, TaskFiles, derived_sizes, run_guarded,
-                                              write_task)
+from kernellab.tasks.importers.common import (ImportSummary, TaskFiles, derived_sizes, import_folders, run_guarded,
+                                              unique_configs)
 
 SUITE = "robust-kbench"
 TOLERANCE = 1e-5
@@ -36,19 +36,8 @@ SIZE_KEYS_NEVER_SCALED = re.compile(r"kernel|stride|pad|dilation|group|eps|init|
 
 
 def import_suite(checkout: Path, out: Path, summary: ImportSummary, only: str | None = None) -> None:
-    root = checkout / "tasks" if (checkout / "tasks").is_dir() else checkout
-    folders = sorted(p.parent for p in root.rglob("func_forward.py"))
-    if not folders:
-        raise FileNotFoundError(f"{checkout}: no tasks/**/func_forward.py (is this a robust-kbench checkout?)")
-    for folder in folders:
-        rel = folder.relative_to(root).as_posix()
-        if only and only not in rel:
-            continue
-        files, reason = convert(folder, rel)
-        if files is None:
-            summary.skipped.append(Skipped(rel, reason or "unknown"))
-            continue
-        write_task(files, out, summary, SUITE, checkout)
+    import_folders(checkout, out, summary, suite=SUITE, under="tasks", marker="func_forward.py",
+                   what="a robust-kbench", convert=convert, only=only)
 
 
 def _product(configs: dict[str, Any], which: str) -> list[tuple[dict[str, Any], dict[str, Any]]]:
@@ -105,8 +94,8 @@ def convert(folder: Path, rel: str) -> tuple[TaskFiles | None, str | None]:
         return {**init, **inputs}
 
     try:
-        seen = _unique([flat(p) for p in seen_pairs])
-        holdout = [c for c in _unique([flat(p) for p in multi_pairs]) if c not in seen]
+        seen = unique_configs([flat(p) for p in seen_pairs])
+        holdout = [c for c in unique_configs([flat(p) for p in multi_pairs]) if c not in seen]
     except KeyError as exc:
         return None, f"a config sets {exc.args[0]!r}, which neither Model.__init__ nor get_inputs takes"
     keys = sorted({k for c in seen + holdout for k in c}, key=lambda k: (init_names + input_names).index(k))
@@ -173,14 +162,6 @@ def convert(folder: Path, rel: str) -> tuple[TaskFiles | None, str | None]:
     name = rel.replace("/", "__")
     return TaskFiles(name=name, source=rel, reference=reference, toml=meta, baseline=baseline, notes=notes,
                      origin_files=origin), None
-
-
-def _unique(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    out: list[dict[str, Any]] = []
-    for item in items:
-        if item not in out:
-            out.append(item)
-    return out
 
 
 def _reference(source: str, rel: str, constants: dict[str, Any], init_params, input_names: list[str]) -> str:
