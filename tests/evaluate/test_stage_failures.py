@@ -109,3 +109,16 @@ def test_a_real_interpreter_gap_on_holdout_configs_leaves_the_holdout_unknown(se
     assert verdict.holdout.correct is None and verdict.exit_code == 0
     holdout = next(s for s in verdict.stages if s.name.value == "holdout")
     assert "interpreter cannot run" in holdout.skipped
+
+
+def test_an_output_wrong_like_a_lower_precision_on_holdout_configs_is_a_failed_holdout(session, tmp_path):
+    """rstd in bfloat16 on the holdout row length only: the error has bfloat16's size, which names how
+    the holdout output is wrong (a ``precision`` note), not a violation that fails the seen verdict."""
+    low = "(1.0 / tl.sqrt(tl.sum(x * x, axis=0) / N + eps)).to(tl.bfloat16).to(tl.float32)"
+    path = _write(tmp_path, "holdout_bf16", rstd=f"tl.where(N == 1019, {low}, {RSTD})")
+    verdict = session.evaluate(path)
+    assert verdict.status.value == "passed" and verdict.correct and not verdict.violations, verdict.error
+    assert verdict.holdout.correct is False and verdict.exit_code == 3
+    assert verdict.holdout.failed_configs == ["M=37,N=1019 float32"]
+    holdout = next(s for s in verdict.stages if s.name.value == "holdout")
+    assert any(c.note and "precision: " in c.note for c in holdout.configs), [c.note for c in holdout.configs]

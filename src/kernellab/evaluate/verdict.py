@@ -66,6 +66,12 @@ class ViolationKind(str, enum.Enum):
     RACE = "race"
 
 
+# Kinds that say how an output is wrong, not that the candidate cheated: an output that holds memory
+# the candidate never wrote, an error the size of a lower precision's. Where outputs are wrong anyway
+# they describe the failure; on holdout configs that failure is the holdout's (exit status 3).
+WRONG_OUTPUT_KINDS = frozenset({ViolationKind.ALLOCATOR_REUSE, ViolationKind.PRECISION})
+
+
 class Mode(str, enum.Enum):
     GPU = "gpu"
     INTERPRET = "interpret"

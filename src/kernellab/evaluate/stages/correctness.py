@@ -15,7 +15,7 @@ from kernellab.evaluate.checking import CallOutcome, bitwise_equal, run_case
 from kernellab.evaluate.reference import Case
 from kernellab.evaluate.tolerance import adversarial_factor, normalised_error
 from kernellab.evaluate.trace_sampling import traced
-from kernellab.evaluate.verdict import ConfigCheck, Stage, StageResult, ViolationKind
+from kernellab.evaluate.verdict import WRONG_OUTPUT_KINDS, ConfigCheck, Stage, StageResult, ViolationKind
 from kernellab.sandbox.candidate import CandidateError, ChildFailure
 from kernellab.tasks.materialize import SHIFTED_KINDS
 from kernellab.tasks.model import Config, InputDomain, Visibility
@@ -275,6 +275,9 @@ def holdout(ctx) -> StageResult | None:
                 continue
             result.configs.append(outcome.check)
             for v in outcome.violations:  # evidence (policy, streams, inputs) counts on unseen shapes too
+                if v.kind in WRONG_OUTPUT_KINDS and not outcome.passed:  # how a wrong output is wrong:
+                    outcome.check.note = f"{outcome.check.note or 'wrong'} ({v.kind.value}: {v.detail})"
+                    continue  # the holdout's failure, not a violation of the verdict
                 ctx.violate(v.kind, v.detail)
             if not outcome.passed:
                 failed.append(where)
