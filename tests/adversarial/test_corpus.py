@@ -35,6 +35,11 @@ CASES = sorted((c for c in MANIFEST["case"] if c.get("kind", "candidate") == "ca
 GPU = torch.cuda.is_available()
 # "i/n": this process takes every n-th case from the i-th, beside the other shards on one GPU (cases
 # are few per task and uneven: a task's cases spread over the shards, each opening its own session).
+# A file naming the candidates to run, one per line (the rest of a run a device call's limit cut short).
+ONLY = os.environ.get("KERNELLAB_CORPUS_ONLY")
+if ONLY:
+    _named = set(Path(ONLY).read_text().split())
+    CASES = [c for c in CASES if c["candidate"] in _named]
 SHARD = os.environ.get("KERNELLAB_CORPUS_SHARD")
 if SHARD:
     _index, _count = (int(part) for part in SHARD.split("/"))

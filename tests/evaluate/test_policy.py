@@ -253,6 +253,25 @@ def test_autotune_benchmark_flushes_weigh_nothing():
     assert kinds(judge_trace(as_copies, TRITON_OWN, KB, LAUNCH)) == [K.POLICY]
 
 
+MASKED_FILL = ("void at::native::elementwise_kernel<128, 4, at::native::gpu_kernel_impl_nocast<at::native::"
+               "(anonymous namespace)::masked_fill_kernel(at::TensorIterator&, c10::Scalar const&)::{lambda()#1}::"
+               "operator()() const::{lambda()#8}::operator()() const::{lambda(float, bool)#1}> >(int, "
+               "at::native::gpu_kernel_impl_nocast<at::native::(anonymous namespace)::masked_fill_kernel("
+               "at::TensorIterator&, c10::Scalar const&)::{lambda()#1}::operator()() const::{lambda()#8}::operator()() "
+               "const::{lambda(float, bool)#1}> const&)")
+INDEX_FILL = "void at::native::index_fill_kernel_impl<at::native::OpaqueType<4> >(at::TensorIterator&, long, long, long, long)"
+
+
+@pytest.mark.parametrize("name", [MASKED_FILL, INDEX_FILL], ids=["masked_fill", "index_fill"])
+def test_kernels_that_compute_are_not_fills_for_a_fill_in_their_name(name):
+    """``masked_fill`` and ``index_fill`` compute where to write from a mask or an index: library
+    work that weighs, whose names hold the letters of fill's own kernel inside longer identifiers."""
+    records = [rec(name, 60.0), rec(OWN_RMS, 20.0)]
+    assert kernel_origin(name, TRITON_OWN) is Origin.LIBRARY
+    assert kinds(judge_trace(records, TRITON_OWN, STRICT, LAUNCH)) == [K.POLICY]
+    assert kernel_origin(FILL, TRITON_OWN) is Origin.DATA_MOVEMENT  # fill's own functor still is one
+
+
 def test_the_strict_share_threshold():
     def judged(own_us: float) -> list:
         moved = 100.0

@@ -235,3 +235,17 @@ def test_on_a_gpu_every_timed_call_is_checked_and_timings_are_reported(tmp_path)
         cheat = session.evaluate(path)
     assert cheat.failed_stage is not None and cheat.failed_stage.value == "timing", cheat.error
     assert "phase_detection" in cheat.violation_kinds()
+
+
+def test_no_candidate_code_runs_between_a_timed_calls_loading_and_its_start(tmp_path):
+    """A finalizer armed from a weakref callback on each output, run by the collector inside the
+    harness's loading of the next call's values, returns zeros there (the canary variant of the
+    corpus's ``gc_finalizer_in_loading``): the collector is off in a timing round and every output
+    lives until the round is over, so it never runs there, and every timed call is right."""
+    source = (ADVERSARIAL / "candidates" / "vector_add" / "gc_finalizer_in_loading.py").read_text()
+    canary = tmp_path / "canary.py"
+    canary.write_text(source.replace("ZEROS = False", "ZEROS = True"))
+    with EvalSession(load_task(ADVERSARIAL / "tasks" / "vector_add"), EvalOptions(**OPTIONS)) as session:
+        verdict = session.evaluate(canary)
+    assert verdict.status.value == "passed" and verdict.correct and not verdict.violations, \
+        (verdict.error, [v.detail for v in verdict.violations])

@@ -68,19 +68,25 @@ _INDUCTOR = re.compile(r"^triton_(?:poi|red|per|tem|for|spl|coo)_")
 # torch kernels that only allocate, view, copy or cast: copies and casts (direct_copy_kernel_cuda,
 # float16_copy_kernel_cuda, bfloat16_..., float8_...), fills (zeros, pads), cat/stack and arange, as
 # named in torch 2.11 CUPTI traces on an H100.
-_DATA_MOVEMENT = ("copy_kernel_cuda", "direct_copy_kernel", "CatArrayBatchedCopy", "FillFunctor", "fill_kernel",
-                  "arange_cuda_out")
+_DATA_MOVEMENT = ("copy_kernel_cuda", "direct_copy_kernel", "CatArrayBatchedCopy", "arange_cuda_out")
 _TO_HOST = ("memcpy dtoh", "[cuda memcpy dtoh")
 # Fills write one value: they cannot carry a task's work, so they weigh nothing in the share rules
 # (they still name their stream, and a fill is still not an own kernel). Without this, Triton's own
 # autotuner fails a legitimate candidate: each config it benchmarks is preceded by do_bench's 256 MiB
 # L2-flush fill, ~100x the time of a small config's kernel.
-_FILLS = ("FillFunctor", "fill_kernel")
+# A fill is a kernel named by fill's own functor or function, as a whole identifier: torch's
+# ``masked_fill_kernel`` and ``index_fill_kernel_impl`` compute (a mask, an index) and contain the
+# letters "fill_kernel" inside a longer name, which a substring test took for a fill.
+_FILL = re.compile(r"\b(?:FillFunctor|fill_kernel)\b")
+
+
+def _is_fill(name: str) -> bool:
+    return _FILL.search(name) is not None
 
 
 def _weighs(record: KernelRecord) -> bool:
     """Whether a record counts in the share rules: every kernel but a fill."""
-    return not any(marker in record.name for marker in _FILLS)
+    return not _is_fill(record.name)
 
 
 class Origin(str, enum.Enum):
@@ -147,7 +153,7 @@ def kernel_origin(name: str, own: OwnIdentity) -> Origin:
         return Origin.TO_HOST
     if lowered.startswith(("memcpy", "memset", "[cuda memcpy", "[cuda memset")):
         return Origin.MEMCPY
-    if any(marker in name for marker in _DATA_MOVEMENT):
+    if _is_fill(name) or any(marker in name for marker in _DATA_MOVEMENT):
         return Origin.DATA_MOVEMENT
     return Origin.LIBRARY
 

@@ -42,6 +42,8 @@ from kernellab.tasks.module import build_module
 _perf_counter = time.perf_counter
 _audit = sys.audit  # the guard's quick check after each candidate call (sandbox/guard.py, CALL_RETURNED)
 _CALL_RETURNED = sandbox_guard.CALL_RETURNED
+# Bound before any candidate code runs: a timing round turns the cyclic collector off with these.
+_gc_disable, _gc_enable, _gc_isenabled = gc.disable, gc.enable, gc.isenabled
 _synchronize = torch.cuda.synchronize
 _thread_count = threading.active_count
 
@@ -292,6 +294,22 @@ class Harness:
         copied after each call like outputs. The judge checks every call's copies; this process only
         measures and copies. A row's clock (spacer sizing, captured graph) is kept across its rounds.
         """
+        collecting = _gc_isenabled()
+        _gc_disable()  # no collection - no candidate finalizer - between a call's loading and its start
+        try:
+            return self._time_round(key, row, slots, method, backward, mutated, warm_ms, peak)
+        finally:
+            if collecting:
+                _gc_enable()
+
+    def _time_round(self, key: str, row: str, slots: list[dict[str, Any]], method: str,
+                    backward: dict[str, Any] | None, mutated: list[int], warm_ms: float,
+                    peak: bool) -> dict[str, Any]:
+        """``op_time_round`` with the cyclic collector off. Candidate code runs only inside its calls:
+        the collector stays off (a call that turns it on is undone as it returns, before anything
+        else), and every object a call returned lives until the round's device work is done
+        (``round_clock``), so no finalizer or weakref callback of the candidate's runs in the harness's
+        loading, flushing or copying, where work would be outside the events yet see the fresh values."""
         model = self.models[key]
         self.received.add([(slot["inputs"], slot.get("grad_outputs")) for slot in slots], keep=True)
         if self.timer is None or self.timer_row != row:
@@ -323,11 +341,16 @@ class Harness:
             args = live[i]["inputs"]
             if wrt_idx is None:
                 with torch.no_grad():
-                    return plain_outputs(model(*args))
-            flat = plain_outputs(model(*args))
+                    out = model(*args)
+                _gc_disable()
+                return plain_outputs(out)
+            out = model(*args)
+            _gc_disable()
+            flat = plain_outputs(out)
             wrt = [args[j] for j in wrt_idx] + params
             grads = torch.autograd.grad([t for t in flat if t.requires_grad], wrt, live[i]["grad_outputs"],
                                         allow_unused=True)
+            _gc_disable()
             return flat, plain.plain_gradients(grads)
 
         def snapshot(i: int, out: Any) -> dict[str, Any]:

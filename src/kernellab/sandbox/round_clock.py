@@ -130,7 +130,7 @@ class RoundTimer:
 
     def _host_round(self, launch: Launch, snapshot: Snapshot, n: int, load: Load | None) -> tuple[RoundTimes, list]:
         """Without a GPU: the same loads, calls and copies, timed by the host clock (never reported)."""
-        samples, snaps = [], []
+        samples, snaps, returned = [], [], []
         t0 = _perf_counter()
         for j in range(n):
             if load is not None:
@@ -139,8 +139,9 @@ class RoundTimer:
             out = launch(j)
             samples.append((_perf_counter() - started) * 1e6)
             snaps.append(snapshot(j, out))
-            del out
+            returned.append(out)  # released after the round (``_events``)
         wall_s = _perf_counter() - t0
+        del returned
         self.host_us = self.busy_us = wall_s * 1e6 / n
         return RoundTimes("events", samples, n, wall_s, self.host_us, self.busy_us), snaps
 
@@ -150,6 +151,9 @@ class RoundTimer:
         events = [tuple(_new_event() for _ in range(5)) for _ in range(n)]
         held = _new_event()
         snaps: list[Any] = []
+        # What each call returned lives until the round's device work is done: dropping it between
+        # calls would run its finalizers and weakref callbacks (candidate code) in the next loading.
+        returned: list[Any] = []
         peak_bytes = None
         t0 = _perf_counter()
         _record(held, stream)
@@ -173,10 +177,12 @@ class RoundTimer:
                 peak_bytes = max(0, int(torch.cuda.max_memory_allocated(self.device) - base))
             snaps.append(snapshot(j, out))
             _record(done, stream)
+            returned.append(out)
             del out
         t_queued = _perf_counter()
         _synchronize(self.device)
         wall_s = _perf_counter() - t0
+        del returned
         samples, flushes, loads = [], [], []
         busy = between = 0.0
         for before, loaded, start, end, done in events:
