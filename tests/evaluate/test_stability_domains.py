@@ -110,10 +110,10 @@ def _layernorm_two_pass(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tenso
     return centred * torch.rsqrt(var + eps)[..., None] * weight + bias
 
 
-def _stability_case(variant: str):
+def _stability_case(variant: str, dtype: str = "float32"):
     task = load_task(ADVERSARIAL / "tasks" / "layernorm")
     problem = load_problem(task, Config.of({"M": 64, "N": 4096}, Visibility.SMALL))
-    case = build_case(problem, "float32", 7, "cpu", transform=_variant_transform(variant, 7), precision_probe=False)
+    case = build_case(problem, dtype, 7, "cpu", transform=_variant_transform(variant, 7), precision_probe=False)
     return case, case.pristine[0], case.state["norm.weight"], case.state["norm.bias"]
 
 
@@ -136,3 +136,18 @@ def test_well_conditioned_stability_inputs_are_not_widened():
     assert case.tolerances[0] < 2 * tolerance_for(torch.float32, 0.0, 8, adversarial=True)
     downcast = _layernorm_two_pass(x.bfloat16().float(), weight.bfloat16().float(), bias.bfloat16().float(), 1e-5)
     assert normalised_error(downcast, case.ref_outputs[0])[1] > 3 * case.tolerances[0]
+
+
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
+def test_half_precision_inputs_widen_by_the_computations_rounding_not_their_own(dtype):
+    """A kernel on bfloat16 or float16 values computes in float32: the reference's movement under one
+    float32 rounding of every input is what a backward-stable kernel may add. Widened by the storage
+    dtype's rounding (2^-8 for bfloat16), rows far from zero got tolerances 8-40x the adversarial
+    floor, in which a LayerNorm that rounds each row's mean to bfloat16 passed on an H200."""
+    case, x, weight, bias = _stability_case("shifted_up:x", dtype)
+    assert float(x.float().mean()) > 50  # rows far from zero, where the widening was largest
+    floor = tolerance_for(getattr(torch, dtype), 0.0, 8, adversarial=True)
+    assert case.tolerances[0] < 2 * floor, (case.tolerances[0], floor)
+    xf = x.float()
+    sound = torch.nn.functional.layer_norm(xf, xf.shape[-1:], weight.float(), bias.float(), 1e-5).to(x.dtype)
+    assert normalised_error(sound, case.ref_outputs[0])[1] <= case.tolerances[0]

@@ -180,8 +180,11 @@ def ensure_gradients(case: Case) -> bool:
 
 
 def _roundoff(dtype: torch.dtype, fp32_precision: str) -> float:
+    """The unit roundoff of the arithmetic a kernel of this dtype computes in: float32 for float16 and
+    bfloat16 values (their storage rounding is the output tolerance's business, not a backward error
+    a sound kernel adds), TF32 for float32 under ``fp32_precision = "tf32"``."""
     tf32 = dtype == torch.float32 and fp32_precision == "tf32"
-    return 2.0 ** -11 if tf32 else UNIT_ROUNDOFF.get(dtype, 2.0 ** -24)
+    return 2.0 ** -11 if tf32 else min(UNIT_ROUNDOFF.get(dtype, 2.0 ** -24), UNIT_ROUNDOFF[torch.float32])
 
 
 def _sensitivity(problem: Problem, ref_model: torch.nn.Module, pristine: list[Any], ref_outputs: list[torch.Tensor],
