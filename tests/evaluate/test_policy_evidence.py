@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from kernellab.evaluate.own_identity import OwnIdentity
 from kernellab.evaluate.policy import KernelRecord, judge_trace
-from kernellab.evaluate.policy_evidence import candidate_records
+from kernellab.evaluate.policy_evidence import candidate_records, span_records
 from kernellab.sandbox.evidence import END_MARKER
 from kernellab.sandbox.own_compiles import OWN_SUFFIX
 from kernellab.tasks.model import Policy
@@ -40,3 +40,22 @@ def test_compute_after_the_end_marker_is_still_charged():
 def test_without_an_end_marker_every_record_counts():
     records = [rec(OWN, 55.0), rec(CLONE, 80.0)]
     assert candidate_records(records, IDENTITY) == records
+
+
+def test_a_traced_timing_round_charges_each_calls_span_and_compute_between_them():
+    """A timing round's trace: the harness loads values, flushes and copies outputs between calls
+    (data movement, not the candidate's), each call between two end markers. Inside a span every
+    record counts; outside only compute does, so a library kernel a call slips between spans, or a
+    library add on the timed calls, is still judged: strict fails on it."""
+    def rec(name: str) -> KernelRecord:
+        return KernelRecord(name=name, stream=7, duration_us=10.0)
+
+    honest = [rec(CLONE), rec(END), rec(OWN), rec(END), rec(CAST), rec(CLONE), rec(END), rec(OWN), rec(END), rec(CLONE)]
+    kept = span_records(honest, IDENTITY)
+    assert [r.name for r in kept] == [OWN, OWN]
+    assert judge_trace(kept, IDENTITY, Policy.STRICT, 7, calls=2).violations == []
+    library = [rec(CLONE), rec(END), rec(ADD), rec(END), rec(CLONE), rec(END), rec(ADD), rec(END)]
+    assert judge_trace(span_records(library, IDENTITY), IDENTITY, Policy.STRICT, 7, calls=2).violations
+    between = [rec(END), rec(OWN), rec(END), rec(ADD), rec(END), rec(OWN), rec(END)]
+    assert [r.name for r in span_records(between, IDENTITY)] == [OWN, ADD, OWN]
+    assert [r.name for r in candidate_records(honest, IDENTITY)] != [OWN, OWN]  # a check's rule would charge the loads

@@ -49,18 +49,21 @@ def largest_input_bytes(inputs: list[Any]) -> int:
 
 
 def judge_traced_calls(ctx, trace: list[dict[str, Any]], *, where: str, calls: int = 1,
-                       input_bytes: int = 0) -> list[Violation]:
+                       input_bytes: int = 0, spans: bool = False) -> list[Violation]:
     """Policy violations in the GPU trace of ``calls`` calls, as the child returns it (``op_run``'s
     ``trace``: the harness's launch-stream marker first, then every GPU record of the calls).
 
     ``input_bytes``: the largest input of one call (``largest_input_bytes``), for the limit on
-    device-to-host copies; 0 leaves them unjudged. Usable from any stage that profiled a request."""
+    device-to-host copies; 0 leaves them unjudged. Usable from any stage that profiled a request.
+    ``spans``: a timing round's trace, each call between a pair of end-of-call markers
+    (``round_clock._spanned``): ``span_records`` picks the candidate's part."""
     if not trace:
         return [Violation(ViolationKind.POLICY, f"{where}: the traced call left no GPU records")]
     records = [KernelRecord(name=r["name"], stream=r["stream"], duration_us=r["duration_us"], bytes=r.get("bytes"))
                for r in trace]
     identity = own_identity(ctx)
-    marker, rest = records[0], candidate_records(records[1:], identity)
+    marker = records[0]
+    rest = span_records(records[1:], identity) if spans else candidate_records(records[1:], identity)
     limit = host_read_limit(input_bytes, calls) if input_bytes else None
     judgement = judge_trace(rest, identity, ctx.policy, marker.stream, host_limit=limit, calls=calls)
     if judgement.strict_share is not None:  # benchmarks/strict_share.py collects these
@@ -80,6 +83,21 @@ def candidate_records(records: list[KernelRecord], identity: OwnIdentity) -> lis
     kept = [r for i, r in enumerate(records[:last]) if i not in ends]
     moving = (Origin.DATA_MOVEMENT, Origin.MEMCPY, Origin.TO_HOST)
     return kept + [r for r in records[last + 1:] if kernel_origin(r.name, identity) not in moving]
+
+
+def span_records(records: list[KernelRecord], identity: OwnIdentity) -> list[KernelRecord]:
+    """The records of a traced timing round charged to the candidate: everything between the two
+    markers of each call, and outside them only compute (the harness loads, flushes and copies
+    there, all data movement; a candidate's work slipped in between calls is still judged). A
+    marker of the candidate's own making only shifts which of its own records count as inside."""
+    moving = (Origin.DATA_MOVEMENT, Origin.MEMCPY, Origin.TO_HOST)
+    kept, inside = [], False
+    for r in records:
+        if END_MARKER in r.name:
+            inside = not inside
+        elif inside or kernel_origin(r.name, identity) not in moving:
+            kept.append(r)
+    return kept
 
 
 def request_violations(ctx, value: dict[str, Any], where: str, inputs: list[Any] | None = None) -> list[Violation]:

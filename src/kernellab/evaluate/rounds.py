@@ -49,11 +49,17 @@ class Rounds:
         self.slots, self.plan, self.seed = slots, plan, seed
         self.failed = False  # a round found something wrong: the row ends without a time
 
-    def one_round(self, method: str, warm_ms: float = 0.0, peak: bool = False) -> RoundTimes | None:
+    def one_round(self, method: str, warm_ms: float = 0.0, peak: bool = False,
+                  trace: bool = False) -> RoundTimes | None:
         raise NotImplementedError
 
     def concentrated(self, stats: SampleStats) -> None:
         """Called when the rounds' means were taken as the samples."""
+
+    def traced_round(self, rounds: int) -> int | None:
+        """Which timed round (0-based, among the first ``rounds``, all of which run) to trace, if any:
+        its calls are checked as every round's, its times are not samples."""
+        return None
 
     def run(self, method: str | None = None) -> tuple[EventTimes, SampleStats, int | None] | None:
         """Time the row; ``method`` forces events or graph (the baselines take the candidate's)."""
@@ -80,10 +86,16 @@ class Rounds:
         device_s = 0.0
         started = time.perf_counter()
         reason = None
+        trace_at = self.traced_round(min_samples if method == "graph"
+                                     else math.ceil(min_samples / max(1, len(self.slots.slots))))
+        index = 0
         while reason is None:
-            times = self.one_round(method)
+            traced, index = index == trace_at, index + 1
+            times = self.one_round(method, trace=True) if traced else self.one_round(method)
             if times is None:
                 return None
+            if traced:
+                continue
             rounds.append(times)
             samples += times.samples_us
             device_s += times.wall_s
@@ -109,7 +121,8 @@ class LocalRounds(Rounds):
         self.call = call
         self.timer = RoundTimer()
 
-    def one_round(self, method: str, warm_ms: float = 0.0, peak: bool = False) -> RoundTimes | None:
+    def one_round(self, method: str, warm_ms: float = 0.0, peak: bool = False,
+                  trace: bool = False) -> RoundTimes | None:
         self.slots.refresh()  # with the references, as before the candidate's rounds
 
         def launch(j: int) -> Any:

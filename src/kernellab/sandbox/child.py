@@ -285,7 +285,7 @@ class Harness:
 
     def op_time_round(self, key: str, row: str, slots: list[dict[str, Any]], method: str,
                       backward: dict[str, Any] | None, mutated: list[int], warm_ms: float = 0.0,
-                      peak: bool = False) -> dict[str, Any]:
+                      peak: bool = False, profile: bool = False) -> dict[str, Any]:
         """One timing round: the model called once on each slot, every call's results copied.
 
         ``slots``: per slot its ``inputs`` (the judge's memory, rewritten with fresh values before
@@ -297,14 +297,14 @@ class Harness:
         collecting = _gc_isenabled()
         _gc_disable()  # no collection - no candidate finalizer - between a call's loading and its start
         try:
-            return self._time_round(key, row, slots, method, backward, mutated, warm_ms, peak)
+            return self._time_round(key, row, slots, method, backward, mutated, warm_ms, peak, profile)
         finally:
             if collecting:
                 _gc_enable()
 
     def _time_round(self, key: str, row: str, slots: list[dict[str, Any]], method: str,
                     backward: dict[str, Any] | None, mutated: list[int], warm_ms: float,
-                    peak: bool) -> dict[str, Any]:
+                    peak: bool, profile: bool) -> dict[str, Any]:
         """``op_time_round`` with the cyclic collector off. Candidate code runs only inside its calls:
         the collector stays off (a call that turns it on is undone as it returns, before anything
         else), and every object a call returned lives until the round's device work is done
@@ -366,17 +366,28 @@ class Harness:
             return copied
 
         self.timer.warm(warm_ms)
-        if method == "graph":
-            try:
-                times, snaps = self.timer.replay(launch, snapshot, len(slots), load=load)
-            except plain.OutputContractError:
-                raise
-            except Exception as exc:  # noqa: BLE001 - capture refused: the judge times with events
-                self.timer.graph = None
-                return {"capture_failed": _describe(exc)}
-        else:
-            times, snaps = self.timer.events(launch, snapshot, len(slots), peak=peak, load=load)
-        return {"times": times.to_dict(), "results": snaps, "threads": _thread_count() - self.base_threads}
+        # Traced (CUDA): the profiler around the whole round, each call (or graph replay) between two
+        # end-of-call markers, so the judge tells the calls' work from the harness's (``round_clock``).
+        traced = profile and self.device == "cuda"
+        profiler = None
+        try:
+            if traced:
+                with torch.cuda.stream(self.timer.stream):
+                    profiler = _start_profiler()  # its launch-stream marker on the round's stream
+            if method == "graph":
+                try:
+                    times, snaps = self.timer.replay(launch, snapshot, len(slots), load=load, traced=traced)
+                except plain.OutputContractError:
+                    raise
+                except Exception as exc:  # noqa: BLE001 - capture refused: the judge times with events
+                    self.timer.graph = None
+                    return {"capture_failed": _describe(exc)}
+            else:
+                times, snaps = self.timer.events(launch, snapshot, len(slots), peak=peak, load=load, traced=traced)
+        finally:
+            trace = _stop_profiler(profiler) if profiler is not None else None
+        return {"times": times.to_dict(), "results": snaps, "threads": _thread_count() - self.base_threads,
+                "trace": trace}
 
     # -------------------------------------------------------------------------------- internals
 

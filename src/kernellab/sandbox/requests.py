@@ -91,6 +91,7 @@ class TimeRoundRequest(ChildRequest):
     mutated: list[int] = field(default_factory=list)
     warm_ms: float = 0.0
     peak: bool = False
+    profile: bool = False  # trace the round (its calls checked, its times not a sample)
 
     def __post_init__(self) -> None:
         if self.method not in TIMING_METHODS:

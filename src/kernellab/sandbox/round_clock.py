@@ -29,6 +29,7 @@ import torch
 
 from kernellab.sandbox.clock import (_Spacer, _capture, _elapsed_ms, _new_event, _perf_counter, _record,
                                      _require_cuda, _resolve_device, _synchronize, flusher_for)
+from kernellab.sandbox.evidence import mark_call_end
 from kernellab.sandbox.timing_stats import METHODS, spacer_us
 
 Launch = Callable[[int], Any]
@@ -112,7 +113,7 @@ class RoundTimer:
                 _synchronize(self.device)
 
     def events(self, launch: Launch, snapshot: Snapshot, n: int, *, peak: bool = False,
-               load: Load | None = None) -> tuple[RoundTimes, list]:
+               load: Load | None = None, traced: bool = False) -> tuple[RoundTimes, list]:
         """Call ``launch(j)`` for j < n with events around each call; ``snapshot(j, out)`` after each.
 
         ``load(j)``, when given, copies slot j's values into the call's inputs right before the call
@@ -122,11 +123,12 @@ class RoundTimer:
         in between the loading and the call shows as a longer gap.
 
         ``peak``: also measure the first call's peak memory (a synchronisation after it: only in a
-        round that is not timed)."""
+        round that is not timed). ``traced``: a round under the profiler, not a sample: no spacer (a
+        sleep kernel of the harness's), and each call between two end-of-call markers (``_spanned``)."""
         if self.cpu:
             return self._host_round(launch, snapshot, n, load)
         with torch.cuda.device(self.device), torch.cuda.stream(self.stream):
-            return self._events(launch, snapshot, n, peak, load)
+            return self._events(_spanned(launch) if traced else launch, snapshot, n, peak, load, spacer=not traced)
 
     def _host_round(self, launch: Launch, snapshot: Snapshot, n: int, load: Load | None) -> tuple[RoundTimes, list]:
         """Without a GPU: the same loads, calls and copies, timed by the host clock (never reported)."""
@@ -146,7 +148,7 @@ class RoundTimer:
         return RoundTimes("events", samples, n, wall_s, self.host_us, self.busy_us), snaps
 
     def _events(self, launch: Launch, snapshot: Snapshot, n: int, peak: bool,
-                load: Load | None) -> tuple[RoundTimes, list]:
+                load: Load | None, spacer: bool = True) -> tuple[RoundTimes, list]:
         stream, flusher = self.stream, self.flusher
         events = [tuple(_new_event() for _ in range(5)) for _ in range(n)]
         held = _new_event()
@@ -157,7 +159,8 @@ class RoundTimer:
         peak_bytes = None
         t0 = _perf_counter()
         _record(held, stream)
-        self.spacer.hold(spacer_us(self.host_us if self.host_us is not None else 200.0, self.busy_us, n))
+        if spacer:
+            self.spacer.hold(spacer_us(self.host_us if self.host_us is not None else 200.0, self.busy_us, n))
         for j, (before, loaded, start, end, done) in enumerate(events):
             _record(before, stream)
             if load is not None:
@@ -198,7 +201,8 @@ class RoundTimer:
         return RoundTimes("events", samples, n, wall_s, self.host_us, self.busy_us, spacer_s, between / 1e3,
                           flushes, loads, peak_bytes), snaps
 
-    def replay(self, launch: Launch, snapshot: Snapshot, n: int, load: Load | None = None) -> tuple[RoundTimes, list]:
+    def replay(self, launch: Launch, snapshot: Snapshot, n: int, load: Load | None = None,
+               traced: bool = False) -> tuple[RoundTimes, list]:
         """One replay of a graph of the ``n`` calls (captured on first use, in a round of its own).
 
         The capturing round runs every slot once on a side stream (lazy initialisation, workspaces),
@@ -208,7 +212,7 @@ class RoundTimer:
         with torch.cuda.device(self.device), torch.cuda.stream(self.stream):
             if self.graph is None:
                 return self._capture_round(launch, snapshot, n, load)
-            return self._replay(snapshot, n, load)
+            return self._replay(snapshot, n, load, traced)
 
     def _capture_round(self, launch: Launch, snapshot: Snapshot, n: int, load: Load | None) -> tuple[RoundTimes, list]:
         if load is not None:
@@ -229,14 +233,16 @@ class RoundTimer:
         wall_s = _perf_counter() - t0
         return RoundTimes("graph", [wall_s * 1e6 / n], n, wall_s, wall_s * 1e6 / n, 0.0), snaps
 
-    def _replay(self, snapshot: Snapshot, n: int, load: Load | None) -> tuple[RoundTimes, list]:
+    def _replay(self, snapshot: Snapshot, n: int, load: Load | None, traced: bool = False) -> tuple[RoundTimes, list]:
         """The graph reads every slot, so all are loaded before the replay; what could run between
-        the loading and the replay lands in the measured flush interval."""
+        the loading and the replay lands in the measured flush interval. ``traced``: no spacer, and
+        the replay between two end-of-call markers (``events``)."""
         stream = self.stream
         held, before, loaded, start, end, done = (_new_event() for _ in range(6))
         t0 = _perf_counter()
         _record(held, stream)
-        self.spacer.hold(spacer_us(self.host_us if self.host_us is not None else 200.0, self.busy_us, 1))
+        if not traced:
+            self.spacer.hold(spacer_us(self.host_us if self.host_us is not None else 200.0, self.busy_us, 1))
         _record(before, stream)
         if load is not None:
             for j in range(n):
@@ -245,7 +251,11 @@ class RoundTimer:
         if self.flusher is not None:
             self.flusher.flush()
         _record(start, stream)
+        if traced:
+            mark_call_end()
         self.graph.replay()
+        if traced:
+            mark_call_end()
         _record(end, stream)
         snaps = [snapshot(j, out) for j, out in enumerate(self.graph_outputs)]
         _record(done, stream)
@@ -258,3 +268,16 @@ class RoundTimer:
         return RoundTimes("graph", [replay_ms * 1e3 / n], n, wall_s, self.host_us, self.busy_us,
                           _elapsed_ms(held, before) / 1e3, _elapsed_ms(end, done) / 1e3,
                           [flush_ms * 1e3], [load_ms * 1e3]), snaps
+
+
+def _spanned(launch: Launch) -> Launch:
+    """``launch`` between two end-of-call markers: in a traced round the judge charges the candidate
+    with everything between a call's pair and only compute elsewhere (``policy_evidence``), where the
+    harness loads, flushes and copies."""
+    def call(j: int) -> Any:
+        mark_call_end()
+        try:
+            return launch(j)
+        finally:
+            mark_call_end()
+    return call

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import logging
 import math
+import secrets
 import time
 
 import torch
@@ -22,6 +23,7 @@ from kernellab.evaluate import seeds
 from kernellab.evaluate.baselines import baseline_times, eager_peak_mem_bytes
 from kernellab.evaluate.checking import OUTPUT_CONTRACT_ERROR
 from kernellab.evaluate.gpu_sharing import exclusive
+from kernellab.evaluate.policy_evidence import judge_traced_calls, largest_input_bytes
 from kernellab.evaluate.reference import Case
 from kernellab.evaluate.roofline import roofline, task_bytes, task_flops
 from kernellab.evaluate.rounds import Rounds
@@ -305,15 +307,23 @@ class TimedRounds(Rounds):
         if note not in self.ctx.verdict.notes:
             self.ctx.verdict.notes.append(note)
 
-    def one_round(self, method: str, warm_ms: float = 0.0, peak: bool = False) -> RoundTimes | None:
+    def traced_round(self, rounds: int) -> int | None:
+        """One timed round of every row on a GPU, drawn from the secret source the values come from
+        (the candidate cannot know which): the policy's evidence covers timed calls as it covers the
+        checks'. Any of the first ``rounds`` (all of which run), so every row has one."""
+        return secrets.randbelow(max(1, rounds)) if self.ctx.session.device == "cuda" else None
+
+    def one_round(self, method: str, warm_ms: float = 0.0, peak: bool = False,
+                  trace: bool = False) -> RoundTimes | None:
         """Fresh values, one round in the child, every call judged; None when the row must end
-        (a wrong call, a broken contract, or - for ``graph`` - a capture the child refused)."""
+        (a wrong call, a broken contract, or - for ``graph`` - a capture the child refused).
+        ``trace``: the round runs under the profiler and its trace is judged by the task's policy."""
         ctx, slots = self.ctx, self.slots
         slots.refresh()
         started = time.perf_counter()
         try:
             request = TimeRoundRequest(self.key, self.label, slots.messages(), method, self.backward, slots.mutated,
-                                       warm_ms, peak)
+                                       warm_ms, peak, profile=trace)
             value = ctx.child.ask(request, ctx.timeout + self.plan.budget_s * 4)
         except CandidateError as exc:
             if exc.exc_type != OUTPUT_CONTRACT_ERROR:
@@ -326,7 +336,12 @@ class TimedRounds(Rounds):
             log.info("graph capture failed (%s); timing with events", value["capture_failed"])
             return None
         times = RoundTimes.from_dict(value["times"])
-        if ctx.session.device == "cuda" and not (warm_ms or peak) and times.method == method:
+        if trace:
+            for v in judge_traced_calls(ctx, value.get("trace") or [], where=f"{self.label} [a traced timing round]",
+                                        calls=len(slots.slots), input_bytes=largest_input_bytes(slots.case.inputs),
+                                        spans=True):
+                ctx.violate(v.kind, v.detail)
+        elif ctx.session.device == "cuda" and not (warm_ms or peak) and times.method == method:
             self._check_gaps(times)
         if times.wall_s > judge_wall + WALL_SLACK_S:
             ctx.violate(ViolationKind.TIMER_TAMPER, f"{self.label}: the child's clock ran {times.wall_s:.3f} s "
