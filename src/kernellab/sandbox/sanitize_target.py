@@ -105,7 +105,8 @@ def main(argv: list[str]) -> int:
     try:
         from kernellab.sandbox.candidate_module import load_candidate
 
-        _module, model_cls = load_candidate(job["candidate"], f"kernellab_candidate_{os.getpid()}")
+        _module, model_cls = load_candidate(job["candidate"], f"kernellab_candidate_{os.getpid()}",
+                                            bool(job.get("reference_class")))
         mark("imported")
         for item in job["items"]:
             label = f"{item['label']} {item['dtype']}" + (" backward" if item.get("grad_inputs") is not None else "")

@@ -71,7 +71,8 @@ def run(ctx) -> StageResult:
         child_dir = session.new_child_dir()
         env, folder = session.child_env(child_dir), child_dir / "sanitize"
     job = SanitizeJob(candidate=ctx.path, source=task.source, where=str(reference_file(task)), items=calls,
-                      seed=session.options.seed, fp32_precision=task.fp32_precision)
+                      seed=session.options.seed, fp32_precision=task.fp32_precision,
+                      reference_class=ctx.is_own_reference)
     runs = run_sanitizers(job, env, folder, session.options.sanitize_timeout_s)
     return judge(ctx, runs, len(calls))
 
