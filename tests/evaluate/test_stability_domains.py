@@ -16,7 +16,8 @@ from kernellab.evaluate.session import EvalSession, _variant_transform
 from kernellab.evaluate.tolerance import normalised_error, tolerance_for
 from kernellab.evaluate.stages.correctness import STABILITY_KINDS, _eager_meaningful
 from kernellab.tasks.load import load_task
-from kernellab.tasks.materialize import SHIFT, SHIFTED_KINDS, device_generator, load_problem, perturb_for_domain
+from kernellab.tasks.materialize import (SHIFT, SHIFTED_KINDS, SHIFTS, device_generator, load_problem,
+                                         perturb_for_domain)
 from kernellab.tasks.model import Config, InputDomain, Visibility
 
 ADVERSARIAL = Path(__file__).parents[1] / "adversarial"
@@ -43,7 +44,7 @@ def test_shifted_real_rows_are_one_signed_far_from_zero_with_a_unit_spread(dtype
     for kind, sign in (("shifted_up", 1), ("shifted_down", -1)):
         y = perturb_for_domain(x, InputDomain.REAL, kind, device_generator("cpu", 3)).double()
         assert bool((sign * y > 0).all()), kind  # every element on one side of zero
-        shift = SHIFT if dtype is torch.float32 else 100.0
+        shift = SHIFTS.get(dtype, SHIFT)
         assert abs(float(y.mean()) - sign * shift) < 0.1 * shift
         assert 0.5 < float(y.std(dim=-1).mean()) < 2.0  # the spread stays ~1: variance cancels, exp overflows
     positive = perturb_for_domain(x, InputDomain.REAL, "positive_rows", device_generator("cpu", 3))

@@ -249,3 +249,14 @@ def test_no_candidate_code_runs_between_a_timed_calls_loading_and_its_start(tmp_
         verdict = session.evaluate(canary)
     assert verdict.status.value == "passed" and verdict.correct and not verdict.violations, \
         (verdict.error, [v.detail for v in verdict.violations])
+
+
+def test_the_seen_timing_rows_always_have_a_traced_round_and_a_quarter_on_average():
+    from kernellab.evaluate.stages.performance import TIMED_TRACE_SHARE, _traced_rows
+
+    draws = [_traced_rows(18, at_least_one=True) for _ in range(400)]
+    assert all(draws) and all(rows <= set(range(18)) for rows in draws)
+    mean = sum(len(rows) for rows in draws) / len(draws)
+    assert 0.8 * 18 * TIMED_TRACE_SHARE < mean < 1.3 * 18 * TIMED_TRACE_SHARE
+    holdout = [_traced_rows(1, at_least_one=False) for _ in range(400)]
+    assert 0 < sum(bool(rows) for rows in holdout) < 200  # a quarter of holdout rows, none forced
