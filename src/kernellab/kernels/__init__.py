@@ -9,6 +9,7 @@ from kernellab.kernels import (  # noqa: F401 - register the templates
     cross_entropy,
     elementwise,
     embedding,
+    full_reduction,
     gated,
     gated_matmul,
     linear_cross_entropy,

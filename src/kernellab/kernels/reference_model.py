@@ -128,6 +128,7 @@ _OPS.update({  # losses and lookups (cross-entropy, embedding, RMSNorm as one ca
     "rms_norm": ("rms_norm", 1, ("normalized_shape", "weight", "eps")),
     "nll_loss": ("nll_loss", 2, ("weight", "size_average", "ignore_index", "reduce", "reduction")),
 })
+_COMPARES = {ast.Gt: "gt", ast.GtE: "ge", ast.Lt: "lt", ast.LtE: "le"}
 _BINOPS = {ast.Add: "add", ast.Sub: "sub", ast.Mult: "mul", ast.Div: "div", ast.Pow: "pow", ast.MatMult: "matmul"}
 
 
@@ -319,6 +320,10 @@ class _Reader:
             if op is None:
                 raise Unsupported(f"operator {type(node.op).__name__}")
             return Node(op, (self.expr(node.left), self.expr(node.right)))
+        if isinstance(node, ast.Compare):
+            if len(node.ops) != 1 or type(node.ops[0]) not in _COMPARES:
+                raise Unsupported(f"comparison {ast.unparse(node)}")
+            return Node(_COMPARES[type(node.ops[0])], (self.expr(node.left), self.expr(node.comparators[0])))
         if isinstance(node, ast.Call):
             return self.call(node)
         if isinstance(node, ast.Subscript):
@@ -370,6 +375,8 @@ class _Reader:
             if name in _RESHAPES:
                 return self.reshape(func.value, node)
             operands = [func.value, *node.args]
+        if name in _DESUGARED:
+            return _DESUGARED[name](self, node, operands)
         if name not in _OPS:
             raise Unsupported(f"{base + '.' if base in _NAMESPACES else 'Tensor.'}{name}")
         op, arity, positional = _OPS[name]
@@ -739,3 +746,146 @@ def _embedding_module(name: str, call: ast.Call) -> Submodule:
         except (ValueError, SyntaxError, TypeError):
             pad = None
     return Submodule(name, "Embedding", has_bias=False, padding_idx=pad if isinstance(pad, int) else None)
+
+
+# ------------------------------------------------------------------------- losses and statistics
+# Pointwise losses are read as the elementwise chain they are, then the reduction their ``reduction``
+# keyword names (``F.mse_loss(a, b)`` reads as ``mean(square(a - b))``), so the templates that
+# implement chains and reductions implement them too; row statistics read as their own nodes
+# (``var``/``std`` with ``dim``, ``correction``, ``keepdim``; ``argmax``/``argmin``), and
+# ``torch.linalg.vector_norm(x, dim=d)`` as ``sqrt(sum(square(x), dim=d))``.
+
+
+def _arguments(reader: _Reader, node: ast.Call, operands: list[ast.AST], names: tuple[str, ...],
+               defaults: dict[str, Any]) -> dict[str, Node]:
+    """The call's arguments by name (positionals after the receiver in ``names`` order), every one
+    read as a node; names outside ``names`` are refused."""
+    out: dict[str, Node] = {}
+    if len(operands) > len(names):
+        raise Unsupported(f"line {node.lineno}: too many arguments")
+    for key, arg in zip(names, operands):
+        out[key] = reader.expr(arg)
+    for kw in node.keywords:
+        if kw.arg not in names:
+            raise Unsupported(f"line {node.lineno}: {ast.unparse(node.func)}({kw.arg}=...)")
+        out[kw.arg] = reader.expr(kw.value)
+    for key, value in defaults.items():
+        out.setdefault(key, const(value))
+    return out
+
+
+def _number(value: Node) -> bool:
+    return value.op == "scalar" or (value.op == "const" and isinstance(value.value, (int, float))
+                                    and not isinstance(value.value, bool))
+
+
+def _reduced(chain: Node, reduction: Node, line: int) -> Node:
+    if reduction.op != "const" or reduction.value not in ("mean", "sum", "none"):
+        raise Unsupported(f"line {line}: reduction {reduction.value!r}")
+    return chain if reduction.value == "none" else Node(reduction.value, (chain,))
+
+
+def _loss(chain_of: Any, names: tuple[str, ...], defaults: dict[str, Any] | None = None):
+    """A reader for ``F.<loss>(input, target, ...)`` (``names``: its parameters in order);
+    ``chain_of(a, b, args, line)`` gives the per-element loss. Weighted forms are not read."""
+    def read(reader: _Reader, node: ast.Call, operands: list[ast.AST]) -> Node:
+        args = _arguments(reader, node, operands, names, {"reduction": "mean", "size_average": None,
+                                                          "reduce": None, "weight": None, **(defaults or {})})
+        plain = all(args[k].op == "const" and args[k].value is None for k in ("size_average", "reduce", "weight"))
+        if not plain or "input" not in args or "target" not in args:
+            raise Unsupported(f"line {node.lineno}: a loss with size_average/reduce/weight or without its tensors")
+        return _reduced(chain_of(args["input"], args["target"], args, node.lineno), args["reduction"], node.lineno)
+
+    return read
+
+
+def _mse(a: Node, b: Node, args: dict[str, Node], line: int) -> Node:
+    return Node("square", (Node("sub", (a, b)),))
+
+
+def _l1(a: Node, b: Node, args: dict[str, Node], line: int) -> Node:
+    return Node("abs", (Node("sub", (a, b)),))
+
+
+def _huber_of(d: Node, delta: Node) -> Node:
+    """``0.5 d²`` below ``delta``, ``delta (|d| - delta / 2)`` above, as ``c (|d| - c / 2)`` with
+    ``c = min(|d|, delta)``: one branch-free expression whose derivative is the loss's own."""
+    ad = Node("abs", (d,))
+    c = Node("clamp", (ad,), (("max", delta), ("min", const(None))))
+    return Node("mul", (c, Node("sub", (ad, Node("mul", (const(0.5), c))))))
+
+
+def _huber(a: Node, b: Node, args: dict[str, Node], line: int) -> Node:
+    if not _number(args["delta"]):
+        raise Unsupported(f"line {line}: huber_loss delta")
+    return _huber_of(Node("sub", (a, b)), args["delta"])
+
+
+def _smooth_l1(a: Node, b: Node, args: dict[str, Node], line: int) -> Node:
+    beta = args["beta"]
+    if beta.op == "const" and beta.value == 0:
+        return _l1(a, b, args, line)
+    if beta.op != "const" or not _number(beta) or beta.value < 0:
+        raise Unsupported(f"line {line}: smooth_l1_loss beta")
+    return Node("div", (_huber_of(Node("sub", (a, b)), beta), beta))
+
+
+def _bce_with_logits(a: Node, b: Node, args: dict[str, Node], line: int) -> Node:
+    if args["pos_weight"].op != "const" or args["pos_weight"].value is not None:
+        raise Unsupported(f"line {line}: binary_cross_entropy_with_logits with weights")
+    # max(x, 0) - x t + log(1 + e^-|x|): never overflows, and its derivative is sigmoid(x) - t
+    tail = Node("log1p", (Node("exp", (Node("neg", (Node("abs", (a,)),)),)),))
+    return Node("add", (Node("sub", (Node("relu", (a,)), Node("mul", (a, b)))), tail))
+
+
+def _statistic(op: str):
+    def read(reader: _Reader, node: ast.Call, operands: list[ast.AST]) -> Node:
+        args = _arguments(reader, node, operands, ("input", "dim", "unbiased", "keepdim", "correction"),
+                          {"keepdim": False})
+        if "input" not in args or "dim" not in args:
+            raise Unsupported(f"line {node.lineno}: {op} without dim")
+        correction = 1
+        if "correction" in args:
+            correction = args["correction"].value
+        elif "unbiased" in args:
+            correction = 1 if args["unbiased"].value else 0
+        if not isinstance(correction, int) or isinstance(correction, bool):
+            raise Unsupported(f"line {node.lineno}: {op} correction")
+        return Node(op, (args["input"],), (("correction", const(correction)), ("dim", args["dim"]),
+                                           ("keepdim", args["keepdim"])))
+
+    return read
+
+
+def _arg_extreme(op: str):
+    def read(reader: _Reader, node: ast.Call, operands: list[ast.AST]) -> Node:
+        args = _arguments(reader, node, operands, ("input", "dim", "keepdim"), {"keepdim": False})
+        if "input" not in args or "dim" not in args or args["dim"].op != "const" or args["dim"].value is None:
+            raise Unsupported(f"line {node.lineno}: {op} without dim")
+        return Node(op, (args["input"],), (("dim", args["dim"]), ("keepdim", args["keepdim"])))
+
+    return read
+
+
+def _vector_norm(reader: _Reader, node: ast.Call, operands: list[ast.AST]) -> Node:
+    args = _arguments(reader, node, operands, ("x", "ord", "dim", "keepdim", "dtype"),
+                      {"ord": 2, "keepdim": False, "dtype": None})
+    if "x" not in args or "dim" not in args or args["ord"].value not in (2, 2.0) or args["dtype"].value is not None:
+        raise Unsupported(f"line {node.lineno}: vector_norm other than the 2-norm over a dim")
+    total = Node("sum", (Node("square", (args["x"],)),), (("dim", args["dim"]), ("keepdim", args["keepdim"])))
+    return Node("sqrt", (total,))
+
+
+_LOSS_ARGS = ("input", "target", "size_average", "reduce", "reduction", "weight")
+_DESUGARED = {
+    "mse_loss": _loss(_mse, _LOSS_ARGS), "l1_loss": _loss(_l1, _LOSS_ARGS),
+    "huber_loss": _loss(_huber, ("input", "target", "reduction", "delta", "weight"), {"delta": 1.0}),
+    "smooth_l1_loss": _loss(_smooth_l1, ("input", "target", "size_average", "reduce", "reduction", "beta"),
+                            {"beta": 1.0}),
+    "binary_cross_entropy_with_logits": _loss(_bce_with_logits, ("input", "target", "weight", "size_average",
+                                                                 "reduce", "reduction", "pos_weight"),
+                                              {"pos_weight": None}),
+    "var": _statistic("var"), "std": _statistic("std"),
+    "argmax": _arg_extreme("argmax"), "argmin": _arg_extreme("argmin"),
+    "vector_norm": _vector_norm,
+}

@@ -38,6 +38,25 @@ def _expm1(x):
         0.008333333333333333 + x * 0.001388888888888889)))))
     return tl.where(tl.abs(x) < 0.0625, small, tl.exp(x) - 1.0)
 ''',
+    "_powf": '''
+@triton.jit
+def _powf(a, g):
+    # a ** g for a number g, as torch.pow: exp(g log|a|), negated for negative a and odd whole g, NaN for
+    # negative a and fractional g, 1 for g = 0 (0 ** g: 0 above zero, inf below, from the logarithm)
+    gg = tl.zeros_like(a) + g
+    r = tl.exp(gg * tl.log(tl.abs(a)))
+    whole = tl.floor(gg) == gg
+    odd = whole & (tl.floor(gg * 0.5) * 2.0 != gg)
+    r = tl.where(a < 0.0, tl.where(whole, tl.where(odd, -r, r), float("nan")), r)
+    return tl.where(gg == 0.0, 1.0, r)
+''',
+    "_dpowf": '''
+@triton.jit
+def _dpowf(a, g):
+    # d a ** g / d a = g a ** (g - 1); 0 for g = 0 (as torch.pow's backward)
+    gg = tl.zeros_like(a) + g
+    return tl.where(gg == 0.0, 0.0, gg * _powf(a, gg - 1.0))
+''',
     "_log1p": '''
 @triton.jit
 def _log1p(x):
@@ -54,6 +73,7 @@ FLOPS = {"add": 1, "sub": 1, "mul": 1, "div": 1, "neg": 1, "pow": 2, "relu": 1, 
          "clamp": 2, "gelu": 8, "silu": 4, "softplus": 6, "mish": 12, "hardswish": 5, "elu": 4,
          "leaky_relu": 2, "maximum": 1, "minimum": 1}
 ELEMENTWISE = frozenset(FLOPS)
+_POW_FORMULAS = (0.5, 1, 2, 3, -1, -0.5)  # exponents written as products or roots; others use _powf
 _SYMBOLS = {"add": "+", "sub": "-", "mul": "*", "div": "/"}
 
 
@@ -102,8 +122,8 @@ def _check(node: Node, leaf_ok: Callable[[Node], bool]) -> None:
             _check(value, leaf_ok)
         else:
             raise NotElementwise(f"{node.op}({key}=...)")
-    if node.op == "pow" and (node.args[1].op != "const" or node.args[1].value not in (0.5, 1, 2, 3, -1, -0.5)):
-        raise NotElementwise("pow exponent")
+    if node.op == "pow" and node.args[1].op not in ("const", "scalar"):
+        raise NotElementwise("pow with a tensor exponent")
 
 
 def _num(value: float) -> str:
@@ -165,6 +185,9 @@ class TritonExpr:
             return f"-{a}"
         if op == "pow":
             n = node.args[1].value
+            if node.args[1].op != "const" or n not in _POW_FORMULAS:
+                self.helpers.add("_powf")
+                return f"_powf({a}, {self.value(node.args[1])})"
             return {0.5: f"tl.sqrt({a})", 1: a, 2: f"{a} * {a}", 3: f"{a} * {a} * {a}", -1: f"1.0 / {a}",
                     -0.5: f"tl.rsqrt({a})"}[n]
         if op == "relu":
@@ -264,7 +287,7 @@ class TritonExpr:
         da = self.grad(node.args[0], wrt)
         if da is None:
             return None
-        if op == "pow" and node.args[1].op != "const":
+        if op == "pow" and node.args[1].op not in ("const", "scalar"):
             raise NotElementwise("pow with a tensor exponent")
         if node not in self._local:
             self._local[node] = self._new(self._local_derivative(node))
@@ -290,6 +313,9 @@ class TritonExpr:
             y = self.value(node)  # only these use the op's own value
         if op == "pow":
             n = node.args[1].value
+            if node.args[1].op != "const" or n not in _POW_FORMULAS:
+                self.helpers.update({"_powf", "_dpowf"})
+                return f"_dpowf({a}, {self.value(node.args[1])})"
             return {0.5: f"0.5 / {y}", 1: "1.0", 2: f"2.0 * {a}", 3: f"3.0 * {a} * {a}", -1: f"-{y} * {y}",
                     -0.5: f"-0.5 * {y} * {y} * {y}"}[n]
         if op == "relu":

@@ -1,0 +1,78 @@
+"""Whole-tensor, column and row-statistic reductions, and the pointwise losses read as them: every
+served task passes the verifier's correctness stages (forward and backward) under the Triton
+interpreter on its small configs, through the same ``EvalSession`` the search agent screens with, at
+the defaults and with small knob values that send each template down its multi-program, split and
+looped paths; and the reader reads the losses and statistics as the chains and reductions they are."""
+
+from __future__ import annotations
+
+import pytest
+
+from kernellab.kernels import match_templates
+from kernellab.kernels.reference_model import read_model
+from kernellab.tasks.load import load_task
+
+# Which suite tasks these templates implement (``test_kernel_templates.EXPECTED`` includes this).
+SERVED = {
+    "full_reduction": {"reductions/sum_all", "losses/mse_loss", "losses/l1_loss", "losses/huber_loss",
+                       "losses/smooth_l1_loss", "losses/bce_with_logits", "losses/sigmoid_focal_loss"},
+}
+
+# Small knob values: several programs and a second (finishing) pass on the small configs.
+PATHS = [
+    ("losses/mse_loss", "full_reduction", {"BLOCK": 16, "MAX_PROGRAMS": 4}),
+    ("losses/bce_with_logits", "full_reduction", {"BLOCK": 32, "MAX_PROGRAMS": 64}),
+    ("reductions/sum_all", "full_reduction", {"BLOCK": 16, "MAX_PROGRAMS": 3}),
+]
+
+
+@pytest.mark.parametrize(("task_id", "template", "params"), PATHS, ids=[f"{t}:{sorted(p)}" for t, _, p in PATHS])
+def test_multi_program_split_and_looped_paths_pass(task_id, template, params, tmp_path):
+    from test_kernel_templates import passes, render
+    passes(task_id, render(task_id, template, params), tmp_path)
+
+
+def _model(forward: str, init: str = "pass"):
+    return read_model(f'''
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        {init}
+    def forward(self, a, b):
+        return {forward}
+''')
+
+
+def test_pointwise_losses_read_as_a_chain_and_its_reduction():
+    (out,) = _model("F.mse_loss(a, b)").outputs
+    assert out.op == "mean" and out.args[0].op == "square" and out.args[0].args[0].op == "sub"
+    (out,) = _model("F.l1_loss(a, b, reduction='sum')").outputs
+    assert out.op == "sum" and out.args[0].op == "abs"
+    (out,) = _model("F.smooth_l1_loss(a, b, reduction='none', beta=0.5)").outputs
+    assert out.op == "div"  # huber(delta=beta) / beta, per element
+    (out,) = _model("F.binary_cross_entropy_with_logits(a, b)").outputs
+    assert out.op == "mean" and out.args[0].op == "add"
+    # weighted forms are not read (no template would honour the weight)
+    assert _model("F.binary_cross_entropy_with_logits(a, b, pos_weight=b)").outputs is None
+    assert _model("F.mse_loss(a, b, reduction='batchmean')").outputs is None
+
+
+def test_statistics_read_with_their_keywords():
+    (out,) = _model("torch.var(a, dim=-1, correction=0)").outputs
+    assert out.op == "var" and out.const("correction") == 0 and out.const("dim") == -1
+    (out,) = _model("a.std(0, keepdim=True)").outputs
+    assert out.op == "std" and out.const("correction") == 1 and out.const("keepdim") is True
+    (out,) = _model("torch.linalg.vector_norm(a, dim=-1)").outputs
+    assert out.op == "sqrt" and out.args[0].op == "sum" and out.args[0].args[0].op == "square"
+    (out,) = _model("(a > 0).sum(-1)").outputs
+    assert out.op == "sum" and out.args[0].op == "gt"
+    assert _model("torch.argmax(a)").outputs is None  # over every element: not read
+
+
+def test_served_tasks_match_only_these_templates():
+    for name, tasks in SERVED.items():
+        for task_id in tasks:
+            assert [m.template.name for m in match_templates(load_task(task_id))] == [name], task_id
