@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 from test_model_op_templates import SERVED as MODEL_OPS
+from test_reduction_templates import ROW_REDUCTIONS
 from test_reduction_templates import SERVED as REDUCTIONS
 
 from kernellab.agents.search.params import find_knobs
@@ -37,7 +38,7 @@ EXPECTED = {
         "softmax/softmax_long_rows", "softmax/softmax_short_rows", "softmax/softmax_temperature",
         "softmax/softmax_very_long_rows", "softmax/softmax_with_lse",
     },
-    "row_reduction": {"reductions/absmax_rows", "reductions/max_rows", "reductions/mean_rows", "reductions/sum_rows"},
+    "row_reduction": ROW_REDUCTIONS,  # tests/kernels/test_reduction_templates.py
     "norm": {"normalization/layernorm", "normalization/layernorm_no_bias", "normalization/rmsnorm",
              "normalization/rmsnorm_gemma", "normalization/add_rmsnorm", "normalization/add_layernorm",
              "normalization/add_rmsnorm_hf", "normalization/qk_norm"},
@@ -135,8 +136,8 @@ def test_each_template_matches_exactly_the_expected_suite_tasks():
 
 
 def test_tasks_outside_a_template_are_not_matched():
-    # two products in one forward, broadcast operands, argmax, causal masks: no template claims them
-    for task_id in ("matmul/lowrank_factorized", "elementwise/adaln_modulate", "reductions/argmax_rows",
+    # two products in one forward, broadcast operands, top-k, causal masks: no template claims them
+    for task_id in ("matmul/lowrank_factorized", "elementwise/adaln_modulate", "reductions/topk_rows",
                     "softmax/causal_softmax", "softmax/softmax_rel_pos_bias", "conv_pool/avg_pool2d"):
         assert match_templates(load_task(task_id)) == [], task_id
 

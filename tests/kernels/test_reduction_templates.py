@@ -17,12 +17,22 @@ SERVED = {
     "full_reduction": {"reductions/sum_all", "losses/mse_loss", "losses/l1_loss", "losses/huber_loss",
                        "losses/smooth_l1_loss", "losses/bce_with_logits", "losses/sigmoid_focal_loss"},
 }
+ROW_REDUCTIONS = {"reductions/absmax_rows", "reductions/max_rows", "reductions/mean_rows", "reductions/sum_rows",
+                  "reductions/var_rows", "reductions/l2_norm_rows", "reductions/count_positive",
+                  "reductions/argmax_rows"}
 
 # Small knob values: several programs and a second (finishing) pass on the small configs.
 PATHS = [
     ("losses/mse_loss", "full_reduction", {"BLOCK": 16, "MAX_PROGRAMS": 4}),
     ("losses/bce_with_logits", "full_reduction", {"BLOCK": 32, "MAX_PROGRAMS": 64}),
     ("reductions/sum_all", "full_reduction", {"BLOCK": 16, "MAX_PROGRAMS": 3}),
+    # split rows (partials merged by a second kernel) and several chunks per row
+    ("reductions/var_rows", "row_reduction", {"CHUNK": 16, "MIN_SEGMENT": 16, "TARGET_PROGRAMS": 64}),
+    ("reductions/var_rows", "row_reduction", {"CHUNK": 16, "TILE": 32}),
+    ("reductions/argmax_rows", "row_reduction", {"CHUNK": 16, "MIN_SEGMENT": 32, "TARGET_PROGRAMS": 64}),
+    ("reductions/argmax_rows", "row_reduction", {"CHUNK": 16, "TILE": 16}),
+    ("reductions/l2_norm_rows", "row_reduction", {"CHUNK": 16, "MIN_SEGMENT": 16, "TARGET_PROGRAMS": 64}),
+    ("reductions/count_positive", "row_reduction", {"CHUNK": 16, "MIN_SEGMENT": 32, "TARGET_PROGRAMS": 64}),
 ]
 
 
