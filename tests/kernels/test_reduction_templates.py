@@ -16,6 +16,7 @@ from kernellab.tasks.load import load_task
 SERVED = {
     "full_reduction": {"reductions/sum_all", "losses/mse_loss", "losses/l1_loss", "losses/huber_loss",
                        "losses/smooth_l1_loss", "losses/bce_with_logits", "losses/sigmoid_focal_loss"},
+    "col_reduction": {"reductions/sum_cols", "reductions/min_cols", "reductions/std_cols", "reductions/argmax_cols"},
 }
 ROW_REDUCTIONS = {"reductions/absmax_rows", "reductions/max_rows", "reductions/mean_rows", "reductions/sum_rows",
                   "reductions/var_rows", "reductions/l2_norm_rows", "reductions/count_positive",
@@ -33,6 +34,12 @@ PATHS = [
     ("reductions/argmax_rows", "row_reduction", {"CHUNK": 16, "TILE": 16}),
     ("reductions/l2_norm_rows", "row_reduction", {"CHUNK": 16, "MIN_SEGMENT": 16, "TARGET_PROGRAMS": 64}),
     ("reductions/count_positive", "row_reduction", {"CHUNK": 16, "MIN_SEGMENT": 32, "TARGET_PROGRAMS": 64}),
+    # rows split into segments whose partials a second kernel merges; several row steps per segment
+    ("reductions/std_cols", "col_reduction", {"BLOCK_C": 16, "TILE": 16, "MIN_SEGMENT": 2, "TARGET_PROGRAMS": 64}),
+    ("reductions/argmax_cols", "col_reduction", {"BLOCK_C": 16, "TILE": 16, "MIN_SEGMENT": 2,
+                                                 "TARGET_PROGRAMS": 64}),
+    ("reductions/min_cols", "col_reduction", {"BLOCK_C": 32, "TILE": 32, "MIN_SEGMENT": 1, "TARGET_PROGRAMS": 16}),
+    ("reductions/sum_cols", "col_reduction", {"TARGET_PROGRAMS": 1}),  # one segment, no second kernel
 ]
 
 

@@ -6,6 +6,7 @@ Importing this package registers the built-in templates; ``templates()`` lists t
 
 from kernellab.kernels import (  # noqa: F401 - register the templates
     attention,
+    col_reduction,
     cross_entropy,
     elementwise,
     embedding,
