@@ -16,6 +16,7 @@ from kernellab.tasks.load import load_task
 SERVED = {
     "full_reduction": {"reductions/sum_all", "losses/mse_loss", "losses/l1_loss", "losses/huber_loss",
                        "losses/smooth_l1_loss", "losses/bce_with_logits", "losses/sigmoid_focal_loss"},
+    "scan": {"reductions/cumsum_rows", "reductions/cumprod_rows", "reductions/logcumsumexp_rows"},
     "col_reduction": {"reductions/sum_cols", "reductions/min_cols", "reductions/std_cols", "reductions/argmax_cols"},
 }
 ROW_REDUCTIONS = {"reductions/absmax_rows", "reductions/max_rows", "reductions/mean_rows", "reductions/sum_rows",
@@ -40,6 +41,11 @@ PATHS = [
                                                  "TARGET_PROGRAMS": 64}),
     ("reductions/min_cols", "col_reduction", {"BLOCK_C": 32, "TILE": 32, "MIN_SEGMENT": 1, "TARGET_PROGRAMS": 16}),
     ("reductions/sum_cols", "col_reduction", {"TARGET_PROGRAMS": 1}),  # one segment, no second kernel
+    # several chunks per row (the carry between them), and split rows (segment totals, then the scan)
+    ("reductions/cumsum_rows", "scan", {"CHUNK": 16, "TILE": 32}),
+    ("reductions/cumsum_rows", "scan", {"CHUNK": 16, "MIN_SEGMENT": 32, "TARGET_PROGRAMS": 64}),
+    ("reductions/cumprod_rows", "scan", {"CHUNK": 16, "MIN_SEGMENT": 16, "TARGET_PROGRAMS": 64}),
+    ("reductions/logcumsumexp_rows", "scan", {"CHUNK": 16, "MIN_SEGMENT": 32, "TARGET_PROGRAMS": 64}),
 ]
 
 

@@ -18,6 +18,7 @@ from kernellab.kernels import (  # noqa: F401 - register the templates
     norm,
     reduction,
     rope,
+    scan,
     softmax,
 )
 from kernellab.kernels.template import (

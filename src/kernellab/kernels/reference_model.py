@@ -117,6 +117,8 @@ _OPS: dict[str, tuple[str, int, tuple[str, ...]]] = {
     "amax": ("amax", 1, ("dim", "keepdim")), "amin": ("amin", 1, ("dim", "keepdim")),
     "softmax": ("softmax", 1, ("dim",)), "log_softmax": ("log_softmax", 1, ("dim",)),
     "logsumexp": ("logsumexp", 1, ("dim", "keepdim")),
+    "cumsum": ("cumsum", 1, ("dim",)), "cumprod": ("cumprod", 1, ("dim",)),
+    "logcumsumexp": ("logcumsumexp", 1, ("dim",)),
     "layer_norm": ("layer_norm", 1, ("normalized_shape", "weight", "bias", "eps")),
     "matmul": ("matmul", 2, ()), "mm": ("matmul", 2, ()), "t": ("t", 1, ()),
     "linear": ("linear", 1, ("weight", "bias")), "addmm": ("addmm", 3, ()),
