@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 from test_model_op_templates import SERVED as MODEL_OPS
+from test_optimizer_templates import SERVED as OPTIMIZERS
 from test_reduction_templates import ROW_REDUCTIONS
 from test_reduction_templates import SERVED as REDUCTIONS
 
@@ -57,6 +58,7 @@ EXPECTED = {
         "matmul/bmm", "matmul/bmm_small_many", "matmul/matmul_4d_heads", "matmul/matmul_3d_shared_weight",
     },
     **MODEL_OPS,  # gated, rope, attention: tests/kernels/test_model_op_templates.py
+    **OPTIMIZERS,  # in-place optimizer steps: tests/kernels/test_optimizer_templates.py
     **REDUCTIONS,  # whole-tensor, column and row-statistic reductions: tests/kernels/test_reduction_templates.py
 }
 MATCHED = sorted((task, name) for name, tasks in EXPECTED.items() for task in tasks)

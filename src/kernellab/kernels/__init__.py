@@ -13,6 +13,7 @@ from kernellab.kernels import (  # noqa: F401 - register the templates
     full_reduction,
     gated,
     gated_matmul,
+    inplace_update,
     linear_cross_entropy,
     matmul,
     norm,

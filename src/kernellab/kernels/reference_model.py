@@ -92,6 +92,9 @@ class ReferenceModel:
     init_prelude: list[str] = field(default_factory=list)  # module-level statements __init__ needs
     input_ranks: dict[str, int] = field(default_factory=dict)  # from get_inputs, where it says
     outputs: tuple[Node, ...] | None = None
+    # A forward that returns nothing and updates some of its arguments in place (an optimizer step):
+    # each updated argument's final value, in the order first updated (``outputs`` stays None).
+    mutations: dict[str, Node] = field(default_factory=dict)
     why_not: str | None = None  # why ``outputs`` is None
     source: str = ""  # the reference file, for readers of facts the tree leaves out (float32 upcasts)
 
@@ -106,7 +109,7 @@ _OPS: dict[str, tuple[str, int, tuple[str, ...]]] = {
     "relu": ("relu", 1, ()), "sigmoid": ("sigmoid", 1, ()), "tanh": ("tanh", 1, ()), "exp": ("exp", 1, ()),
     "erf": ("erf", 1, ()), "expm1": ("expm1", 1, ()), "log1p": ("log1p", 1, ()), "log": ("log", 1, ()),
     "rsqrt": ("rsqrt", 1, ()), "sqrt": ("sqrt", 1, ()), "square": ("square", 1, ()), "abs": ("abs", 1, ()),
-    "neg": ("neg", 1, ()), "negative": ("neg", 1, ()),
+    "neg": ("neg", 1, ()), "negative": ("neg", 1, ()), "sign": ("sign", 1, ()),
     "clamp": ("clamp", 1, ("min", "max")), "clip": ("clamp", 1, ("min", "max")),
     "gelu": ("gelu", 1, ("approximate",)), "silu": ("silu", 1, ()), "mish": ("mish", 1, ()),
     "softplus": ("softplus", 1, ("beta", "threshold")), "hardswish": ("hardswish", 1, ()),
@@ -184,30 +187,41 @@ def _read_init(init: ast.FunctionDef, facts: ReferenceModel) -> None:
         if not (isinstance(node, ast.Assign) and len(node.targets) == 1):
             continue
         target = node.targets[0]
-        if not (isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) and target.value.id == "self"):
-            continue
-        name, value = target.attr, node.value
-        callee = _dotted(value.func) if isinstance(value, ast.Call) else ""
-        if callee.endswith("Parameter"):
-            facts.params[name] = Param(name, _param_rank(value))
-        elif callee.endswith("Linear") and isinstance(value, ast.Call):
-            bias = True
-            for kw in value.keywords:
-                if kw.arg == "bias" and isinstance(kw.value, ast.Constant):
-                    bias = bool(kw.value.value)
-            if len(value.args) >= 3 and isinstance(value.args[2], ast.Constant):
-                bias = bool(value.args[2].value)
-            facts.submodules[name] = Submodule(name, "Linear", bias)
-            facts.params[f"{name}.weight"] = Param(f"{name}.weight", 2)
-            if bias:
-                facts.params[f"{name}.bias"] = Param(f"{name}.bias", 1)
-        elif callee.endswith("Embedding") and isinstance(value, ast.Call):
-            facts.submodules[name] = _embedding_module(name, value)
-            facts.params[f"{name}.weight"] = Param(f"{name}.weight", 2)
-        elif isinstance(value, ast.Call) and callee.rsplit(".", 1)[-1][:1].isupper():  # nn.LayerNorm(...)
-            facts.submodules[name] = Submodule(name, callee.rsplit(".", 1)[-1])
-        else:  # a number computed or passed in (self.eps = eps, self.scale = math.sqrt(d))
-            facts.scalars.add(name)
+        if isinstance(target, ast.Tuple) and isinstance(node.value, ast.Tuple) \
+                and len(target.elts) == len(node.value.elts):  # self.lr, self.eps = lr, eps
+            pairs = list(zip(target.elts, node.value.elts))
+        else:
+            pairs = [(target, node.value)]
+        for target, value in pairs:
+            _read_attribute(target, value, facts)
+
+
+def _read_attribute(target: ast.AST, value: ast.AST, facts: ReferenceModel) -> None:
+    """One ``self.name = value`` of ``__init__``: a parameter, a submodule or a number."""
+    if not (isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) and target.value.id == "self"):
+        return
+    name = target.attr
+    callee = _dotted(value.func) if isinstance(value, ast.Call) else ""
+    if callee.endswith("Parameter"):
+        facts.params[name] = Param(name, _param_rank(value))
+    elif callee.endswith("Linear") and isinstance(value, ast.Call):
+        bias = True
+        for kw in value.keywords:
+            if kw.arg == "bias" and isinstance(kw.value, ast.Constant):
+                bias = bool(kw.value.value)
+        if len(value.args) >= 3 and isinstance(value.args[2], ast.Constant):
+            bias = bool(value.args[2].value)
+        facts.submodules[name] = Submodule(name, "Linear", bias)
+        facts.params[f"{name}.weight"] = Param(f"{name}.weight", 2)
+        if bias:
+            facts.params[f"{name}.bias"] = Param(f"{name}.bias", 1)
+    elif callee.endswith("Embedding") and isinstance(value, ast.Call):
+        facts.submodules[name] = _embedding_module(name, value)
+        facts.params[f"{name}.weight"] = Param(f"{name}.weight", 2)
+    elif isinstance(value, ast.Call) and callee.rsplit(".", 1)[-1][:1].isupper():  # nn.LayerNorm(...)
+        facts.submodules[name] = Submodule(name, callee.rsplit(".", 1)[-1])
+    else:  # a number computed or passed in (self.eps = eps, self.scale = math.sqrt(d))
+        facts.scalars.add(name)
 
 
 def _param_rank(call: ast.Call) -> int | None:
@@ -278,6 +292,7 @@ class _Reader:
         self.env: dict[str, Node] = {}
         self.functions = functions or {}
         self.depth = 0
+        self.mutated: list[str] = []  # forward arguments updated in place, in order
 
     def forward(self, fn: ast.FunctionDef) -> tuple[Node, ...]:
         body = list(fn.body)
@@ -288,12 +303,20 @@ class _Reader:
                 self.env[stmt.targets[0].id] = self.expr(stmt.value)
             elif isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Tuple):
                 self.env.update(unpack(self, stmt.targets[0], stmt.value))
+            elif isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call) and self.depth == 0 \
+                    and _inplace_root(stmt.value) is not None:
+                self.expr(stmt.value)  # an in-place update: the argument's value in ``env`` changes
             elif isinstance(stmt, ast.Return) and stmt.value is not None:
+                if self.mutated:
+                    raise Unsupported(f"line {stmt.lineno}: in-place updates beside a return")
                 if isinstance(stmt.value, ast.Tuple):
                     return tuple(self.expr(e) for e in stmt.value.elts)
                 return (self.expr(stmt.value),)
             else:
                 raise Unsupported(f"line {stmt.lineno}: {type(stmt).__name__} in forward")
+        if self.mutated and self.depth == 0:
+            self.facts.mutations = {name: self.env[name] for name in self.mutated}
+            raise Unsupported(f"forward returns nothing: it updates {', '.join(self.mutated)} in place")
         raise Unsupported("forward has no return")
 
     def expr(self, node: ast.AST) -> Node:
@@ -352,6 +375,8 @@ class _Reader:
 
     def call(self, node: ast.Call) -> Node:
         func = node.func
+        if isinstance(func, ast.Attribute) and func.attr in _INPLACE and _dotted(func.value) not in _NAMESPACES:
+            return self.inplace(node)
         layout = layout_call(self, node)
         if layout is not None:
             return layout
@@ -396,6 +421,24 @@ class _Reader:
         if op == "add" and "alpha" in kw:
             return Node("add", (args[0], Node("mul", (kw["alpha"], args[1]))))
         return Node(op, args, tuple(sorted(kw.items())))
+
+    def inplace(self, node: ast.Call) -> Node:
+        """``t.add_(u, alpha=a)`` and the like: the new value; when ``t`` is a forward argument (directly or
+        through a chain of in-place calls), it is that argument's value from here on."""
+        func = node.func
+        assert isinstance(func, ast.Attribute)
+        receiver = self.expr(func.value)
+        names, build = _INPLACE[func.attr]
+        args = _arguments(self, node, list(node.args), names, {})
+        value = build(receiver, args)
+        root = _inplace_root(func.value)
+        if root is not None:
+            if root not in self.facts.forward_args or self.depth:
+                raise Unsupported(f"line {node.lineno}: in-place update of {root}, not a forward argument")
+            self.env[root] = value
+            if root not in self.mutated:
+                self.mutated.append(root)
+        return value
 
     def reshape(self, receiver: ast.AST, node: ast.Call) -> Node:
         """``x.view(-1, x.size(-1))`` and the like: a ``reshape`` node whose ``shape`` keyword holds the
@@ -553,6 +596,8 @@ def layout_call(reader: _Reader, node: ast.Call) -> Node | None:
         arg = _fold(reader.expr(node.args[0]))
         if arg.op == "const" and isinstance(arg.value, (int, float)):
             return const(_MATH_FUNCTIONS[name](arg.value))
+        if name in ("sqrt", "log", "exp", "tanh") and all(leaf.op in ("scalar", "const") for leaf in arg.leaves()):
+            return Node(name, (arg,))  # of number attributes: a number, computed where it is used
         raise Unsupported(f"line {node.lineno}: math.{name} of a tensor")
     if name in ("cat", "concat", "concatenate", "stack") and namespace:
         seq = node.args[0] if node.args else None
@@ -891,3 +936,48 @@ _DESUGARED = {
     "argmax": _arg_extreme("argmax"), "argmin": _arg_extreme("argmin"),
     "vector_norm": _vector_norm,
 }
+
+
+# ------------------------------------------------------------------------- in-place updates
+# An optimizer step is a sequence of in-place updates of its arguments (``exp_avg.mul_(b1).add_(g,
+# alpha=1 - b1)``); each reads as the out-of-place expression it computes, and the argument takes that
+# value (``ReferenceModel.mutations``). In-place calls on temporaries (``v.sqrt().add_(eps)``) are the
+# plain expressions.
+
+
+def _get(args: dict[str, Node], key: str, default: Any = None) -> Node:
+    if key in args:
+        return args[key]
+    if default is None:
+        raise Unsupported(f"an in-place update without {key}")
+    return const(default)
+
+
+def _scaled(scale: Node, value: Node) -> Node:
+    return value if scale.op == "const" and scale.value == 1 else Node("mul", (scale, value))
+
+
+_INPLACE: dict[str, tuple[tuple[str, ...], Any]] = {
+    "add_": (("other", "alpha"), lambda x, a: Node("add", (x, _scaled(_get(a, "alpha", 1), _get(a, "other"))))),
+    "sub_": (("other", "alpha"), lambda x, a: Node("sub", (x, _scaled(_get(a, "alpha", 1), _get(a, "other"))))),
+    "mul_": (("other",), lambda x, a: Node("mul", (x, _get(a, "other")))),
+    "div_": (("other",), lambda x, a: Node("div", (x, _get(a, "other")))),
+    "addcmul_": (("tensor1", "tensor2", "value"), lambda x, a: Node("add", (x, _scaled(
+        _get(a, "value", 1), Node("mul", (_get(a, "tensor1"), _get(a, "tensor2"))))))),
+    "addcdiv_": (("tensor1", "tensor2", "value"), lambda x, a: Node("add", (x, _scaled(
+        _get(a, "value", 1), Node("div", (_get(a, "tensor1"), _get(a, "tensor2"))))))),
+    "lerp_": (("end", "weight"), lambda x, a: Node("add", (x, Node("mul", (
+        _get(a, "weight"), Node("sub", (_get(a, "end"), x))))))),
+    "copy_": (("src",), lambda x, a: _get(a, "src")),
+    "sqrt_": ((), lambda x, a: Node("sqrt", (x,))),
+    "neg_": ((), lambda x, a: Node("neg", (x,))),
+}
+
+
+def _inplace_root(node: ast.AST) -> str | None:
+    """The name an in-place call updates: ``t`` in ``t.mul_(a).add_(b)``; None for temporaries."""
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in _INPLACE:
+        return _inplace_root(node.func.value)
+    return None

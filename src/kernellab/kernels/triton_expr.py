@@ -71,7 +71,7 @@ def _log1p(x):
 FLOPS = {"add": 1, "sub": 1, "mul": 1, "div": 1, "neg": 1, "pow": 2, "relu": 1, "sigmoid": 3, "tanh": 6,
          "exp": 1, "erf": 1, "expm1": 2, "log1p": 4, "log": 1, "rsqrt": 1, "sqrt": 1, "square": 1, "abs": 1,
          "clamp": 2, "gelu": 8, "silu": 4, "softplus": 6, "mish": 12, "hardswish": 5, "elu": 4,
-         "leaky_relu": 2, "maximum": 1, "minimum": 1}
+         "leaky_relu": 2, "maximum": 1, "minimum": 1, "sign": 2}
 ELEMENTWISE = frozenset(FLOPS)
 _POW_FORMULAS = (0.5, 1, 2, 3, -1, -0.5)  # exponents written as products or roots; others use _powf
 _SYMBOLS = {"add": "+", "sub": "-", "mul": "*", "div": "/"}
@@ -207,6 +207,8 @@ class TritonExpr:
             return f"_log1p({a})"
         if op == "square":
             return f"{a} * {a}"
+        if op == "sign":  # a * 0 keeps NaN a NaN, as torch.sign does
+            return f"tl.where({a} > 0.0, 1.0, tl.where({a} < 0.0, -1.0, {a} * 0.0))"
         if op == "clamp":
             lo, hi = self._kw(node, "min", None), self._kw(node, "max", None)
             out = a
@@ -340,6 +342,8 @@ class TritonExpr:
             return f"0.5 / {y}"
         if op == "square":
             return f"2.0 * {a}"
+        if op == "sign":
+            return "0.0"
         if op == "abs":
             return f"tl.where({a} > 0.0, 1.0, tl.where({a} < 0.0, -1.0, 0.0))"
         if op == "clamp":
