@@ -32,7 +32,7 @@ EXPECTED = {
         "elementwise/relu", "elementwise/rsqrt", "elementwise/scale_bias_silu", "elementwise/sigmoid",
         "elementwise/silu", "elementwise/softplus", "elementwise/squared_relu", "elementwise/tanh",
         "fusion/bias_gelu_residual", "gated_mlp/geglu_erf_two_inputs", "gated_mlp/geglu_tanh_two_inputs",
-        "gated_mlp/swiglu_two_inputs",
+        "gated_mlp/swiglu_two_inputs", "indexing/where",
     },
     "softmax": {
         "fusion/softcap_softmax", "reductions/logsumexp_rows", "softmax/log_softmax", "softmax/softmax",

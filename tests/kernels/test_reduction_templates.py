@@ -99,3 +99,19 @@ def test_served_tasks_match_only_these_templates():
     for name, tasks in SERVED.items():
         for task_id in tasks:
             assert [m.template.name for m in match_templates(load_task(task_id))] == [name], task_id
+
+
+def test_comparisons_are_numbers_only_beside_numbers():
+    # a comparison as a where condition, or in arithmetic beside a number-valued operand: elementwise
+    (out,) = _model("torch.where(a > 0, a, b * 2)").outputs
+    assert out.op == "where" and out.args[0].op == "gt"
+    (out,) = _model("a.masked_fill(b > 0, 0.0)").outputs
+    assert out.op == "where" and out.args[1].op == "const" and out.args[2].name == "a"
+    (out,) = _model("b.where(a > 0, a)").outputs  # the method form: the receiver is the first branch
+    assert out.args[1].name == "b" and out.args[2].name == "a"
+    from kernellab.kernels.triton_expr import is_elementwise
+    ok = lambda leaf: True  # noqa: E731
+    assert is_elementwise(_model("a * (a > 0)").outputs[0], ok)
+    # a boolean result, or arithmetic of booleans alone, would have PyTorch's bool dtype: not elementwise
+    assert not is_elementwise(_model("a > b").outputs[0], ok)
+    assert not is_elementwise(_model("(a > 0) * (b > 0)").outputs[0], ok)

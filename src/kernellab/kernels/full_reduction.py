@@ -125,7 +125,7 @@ def _finish_kernel(part_ptr, out_ptr, n_parts, scale, BLOCK: tl.constexpr):
         dtype = f"{inputs[0]}.dtype"
         for n in inputs[1:]:
             dtype = f"torch.promote_types({dtype}, {n}.dtype)"
-        scale = "1.0 / n" if spec["kind"] == "mean" else "1.0"
+        scale = "1.0 / n_" if spec["kind"] == "mean" else "1.0"
         same_shape = "".join(f"    if {n}.shape != {inputs[0]}.shape:\n        raise ValueError('full_reduction: "
                              f"inputs of different shapes')\n" for n in inputs[1:])
         contiguous = "".join(f"    {n} = {n}.contiguous()\n" for n in inputs)
@@ -135,16 +135,16 @@ def _programs(n):
 
 
 def _reduce({tensors}{hargs}):
-{same_shape}{contiguous}    out = torch.empty((), dtype={dtype}, device={inputs[0]}.device)
-    n = {inputs[0]}.numel()
-    scale = {scale} if n else float("nan")
-    programs = _programs(n)
-    part = torch.empty(programs, dtype=torch.float32, device=out.device)
-    _partial_kernel[(programs,)]({tensors}, part, out, n, scale{hargs}, BLOCK=BLOCK, FINAL=programs == 1,
-                                 num_warps=NUM_WARPS)
-    if programs > 1:
-        _finish_kernel[(1,)](part, out, programs, scale, BLOCK=1024, num_warps=4)
-    return out
+{same_shape}{contiguous}    out_ = torch.empty((), dtype={dtype}, device={inputs[0]}.device)  # names with _: inputs may be named out, n...
+    n_ = {inputs[0]}.numel()
+    scale_ = {scale} if n_ else float("nan")
+    programs_ = _programs(n_)
+    part_ = torch.empty(programs_, dtype=torch.float32, device=out_.device)
+    _partial_kernel[(programs_,)]({tensors}, part_, out_, n_, scale_{hargs}, BLOCK=BLOCK, FINAL=programs_ == 1,
+                                  num_warps=NUM_WARPS)
+    if programs_ > 1:
+        _finish_kernel[(1,)](part_, out_, programs_, scale_, BLOCK=1024, num_warps=4)
+    return out_
 '''
         args = ", ".join([*inputs, *(f"float(self.{s})" for s in scalars)])
         body = f"return _reduce({args})"
@@ -174,18 +174,18 @@ def _backward_kernel(dy_ptr, {ptrs}{dx_ptrs}, n_elements, scale{sargs}, BLOCK: t
 class _Reduce(torch.autograd.Function):
     @staticmethod
     def forward(ctx, {tensors}{hargs}):
-        out = _reduce({tensors}{hargs})
+        out_ = _reduce({tensors}{hargs})
         ctx.save_for_backward({tensors}{"," if len(inputs) == 1 else ""})
         ctx.scalars = ({"".join(s + ", " for s in scalars)})
-        return out
+        return out_
 
     @staticmethod
     def backward(ctx, dy):
-        {tensors}{"," if len(inputs) == 1 else ""} = [t.contiguous() for t in ctx.saved_tensors]
-        n = {inputs[0]}.numel()
-{allocs}        if n:
-            _backward_kernel[(triton.cdiv(n, BLOCK),)](dy.contiguous(), {tensors}{"".join(f", dx_{n}" for n in wrt)},
-                                                       n, {scale}, *ctx.scalars, BLOCK=BLOCK, num_warps=NUM_WARPS)
+        {tensors}{"," if len(inputs) == 1 else ""} = [t_.contiguous() for t_ in ctx.saved_tensors]
+        n_ = {inputs[0]}.numel()
+{allocs}        if n_:
+            _backward_kernel[(triton.cdiv(n_, BLOCK),)](dy.contiguous(), {tensors}{"".join(f", dx_{n}" for n in wrt)},
+                                                       n_, {scale}, *ctx.scalars, BLOCK=BLOCK, num_warps=NUM_WARPS)
         return {returns}
 '''
             body = f"return _Reduce.apply({args})"

@@ -139,16 +139,16 @@ def _update_kernel({ptrs}, n_elements{sargs}, BLOCK: tl.constexpr):
 '''
         names = ", ".join(tensors)
         hargs = "".join(f", {s}" for s in scalars)
-        checks = f'''    first = {tensors[0]}
-    for t in ({names}{"," if len(tensors) == 1 else ""}):
-        if t.shape != first.shape or not t.is_contiguous():
+        checks = f'''    first_ = {tensors[0]}  # names with _: arguments may be named first, t, n
+    for t_ in ({names}{"," if len(tensors) == 1 else ""}):
+        if t_.shape != first_.shape or not t_.is_contiguous():
             raise ValueError("inplace_update: arguments of one shape, contiguous, are updated in place")
 '''
         host_code = f'''
 def _update({names}{hargs}):
-{checks}    n = first.numel()
-    if n:
-        _update_kernel[(triton.cdiv(n, BLOCK),)]({names}, n{hargs}, BLOCK=BLOCK, num_warps=NUM_WARPS)
+{checks}    n_ = first_.numel()
+    if n_:
+        _update_kernel[(triton.cdiv(n_, BLOCK),)]({names}, n_{hargs}, BLOCK=BLOCK, num_warps=NUM_WARPS)
 '''
         values = [host[s] if s in host else f"float(self.{s})" for s in scalars]
         body = f"_update({', '.join([*tensors, *values])})\nreturn None"

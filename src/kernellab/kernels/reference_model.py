@@ -923,6 +923,23 @@ def _vector_norm(reader: _Reader, node: ast.Call, operands: list[ast.AST]) -> No
     return Node("sqrt", (total,))
 
 
+def _where(reader: _Reader, node: ast.Call, operands: list[ast.AST]) -> Node:
+    """``torch.where(c, x, y)``; as a method ``x.where(c, y)`` the receiver is the first branch."""
+    method = _dotted(node.func.value) not in _NAMESPACES if isinstance(node.func, ast.Attribute) else False
+    args = _arguments(reader, node, operands, ("input", "condition", "other") if method else
+                      ("condition", "input", "other"), {})
+    if set(args) != {"condition", "input", "other"}:
+        raise Unsupported(f"line {node.lineno}: where without its three operands")
+    return Node("where", (args["condition"], args["input"], args["other"]))
+
+
+def _masked_fill(reader: _Reader, node: ast.Call, operands: list[ast.AST]) -> Node:
+    args = _arguments(reader, node, operands, ("input", "mask", "value"), {})
+    if set(args) != {"input", "mask", "value"}:
+        raise Unsupported(f"line {node.lineno}: masked_fill without its operands")
+    return Node("where", (args["mask"], args["value"], args["input"]))
+
+
 _LOSS_ARGS = ("input", "target", "size_average", "reduce", "reduction", "weight")
 _DESUGARED = {
     "mse_loss": _loss(_mse, _LOSS_ARGS), "l1_loss": _loss(_l1, _LOSS_ARGS),
@@ -934,7 +951,7 @@ _DESUGARED = {
                                               {"pos_weight": None}),
     "var": _statistic("var"), "std": _statistic("std"),
     "argmax": _arg_extreme("argmax"), "argmin": _arg_extreme("argmin"),
-    "vector_norm": _vector_norm,
+    "vector_norm": _vector_norm, "where": _where, "masked_fill": _masked_fill,
 }
 
 

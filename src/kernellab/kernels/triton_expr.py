@@ -72,7 +72,10 @@ FLOPS = {"add": 1, "sub": 1, "mul": 1, "div": 1, "neg": 1, "pow": 2, "relu": 1, 
          "exp": 1, "erf": 1, "expm1": 2, "log1p": 4, "log": 1, "rsqrt": 1, "sqrt": 1, "square": 1, "abs": 1,
          "clamp": 2, "gelu": 8, "silu": 4, "softplus": 6, "mish": 12, "hardswish": 5, "elu": 4,
          "leaky_relu": 2, "maximum": 1, "minimum": 1, "sign": 2}
+COMPARISONS = {"gt": ">", "ge": ">=", "lt": "<", "le": "<="}
+FLOPS.update({op: 1 for op in COMPARISONS} | {"where": 1})
 ELEMENTWISE = frozenset(FLOPS)
+_ARITHMETIC = frozenset({"add", "sub", "mul", "div"})
 _POW_FORMULAS = (0.5, 1, 2, 3, -1, -0.5)  # exponents written as products or roots; others use _powf
 _SYMBOLS = {"add": "+", "sub": "-", "mul": "*", "div": "/"}
 
@@ -96,9 +99,28 @@ def is_elementwise(node: Node, leaf_ok: Callable[[Node], bool]) -> bool:
     """Whether ``node`` is made of emitter ops over leaves that ``leaf_ok`` accepts."""
     try:
         _check(node, leaf_ok)
+        _check_booleans(node, None)
     except NotElementwise:
         return False
     return True
+
+
+def _check_booleans(node: Node, parent: Node | None) -> None:
+    """Comparisons give 0/1 here but booleans in PyTorch: they may only be the condition of a ``where`` or
+    an operand of arithmetic beside a number-valued operand (which makes PyTorch's result a number too);
+    a boolean result, or arithmetic of booleans alone, is not modelled."""
+    if node.op in COMPARISONS:
+        if parent is None:
+            raise NotElementwise("a boolean result")
+        if parent.op == "where":
+            if parent.args[0] != node:
+                raise NotElementwise("a boolean branch of where")
+        elif parent.op not in _ARITHMETIC or all(a.op in COMPARISONS for a in parent.args):
+            raise NotElementwise(f"a boolean operand of {parent.op}")
+    if node.op == "where" and all(a.op in COMPARISONS for a in node.args[1:]):
+        raise NotElementwise("where of booleans")
+    for arg in node.args:
+        _check_booleans(arg, node)
 
 
 def _check(node: Node, leaf_ok: Callable[[Node], bool]) -> None:
@@ -181,6 +203,10 @@ class TritonExpr:
             return f"{a} {_SYMBOLS[op]} {b}"
         if op in ("maximum", "minimum"):
             return f"tl.{op}({a}, {self.value(node.args[1])})"
+        if op in COMPARISONS:
+            return f"tl.where({a} {COMPARISONS[op]} {self.value(node.args[1])}, 1.0, 0.0)"
+        if op == "where":  # the condition is 0/1 here: a comparison, or a boolean input loaded as a number
+            return f"tl.where({a} != 0.0, {self.value(node.args[1])}, {self.value(node.args[2])})"
         if op == "neg":
             return f"-{a}"
         if op == "pow":
@@ -286,6 +312,13 @@ class TritonExpr:
         if op == "neg":
             da = self.grad(node.args[0], wrt)
             return None if da is None else self._new(f"-{da}")
+        if op in COMPARISONS:
+            return None  # piecewise constant
+        if op == "where":
+            da, db = self.grad(node.args[1], wrt), self.grad(node.args[2], wrt)
+            if da is None and db is None:
+                return None
+            return self._new(f"tl.where({self.value(node.args[0])} != 0.0, {da or '0.0'}, {db or '0.0'})")
         da = self.grad(node.args[0], wrt)
         if da is None:
             return None
