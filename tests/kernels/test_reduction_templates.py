@@ -115,3 +115,41 @@ def test_comparisons_are_numbers_only_beside_numbers():
     # a boolean result, or arithmetic of booleans alone, would have PyTorch's bool dtype: not elementwise
     assert not is_elementwise(_model("a > b").outputs[0], ok)
     assert not is_elementwise(_model("(a > 0) * (b > 0)").outputs[0], ok)
+
+
+@pytest.mark.parametrize(("task_id", "template"), [("losses/huber_loss", "full_reduction"),
+                                                   ("reductions/std_cols", "col_reduction"),
+                                                   ("reductions/cumsum_rows", "scan"),
+                                                   ("reductions/argmax_rows", "row_reduction"),
+                                                   ("optimizer/adamw", "inplace_update"),
+                                                   ("indexing/where", "elementwise")])
+def test_the_search_agent_proposes_the_template_screened_by_its_own_session(task_id, template, tmp_path):
+    from test_kernel_templates import passes
+
+    from kernellab.agents.base import ProposalRequest, create_agent
+    from kernellab.agents.workspace import build_workspace
+
+    workspace = build_workspace(load_task(task_id), tmp_path / "ws").path
+    agent = create_agent("search", max_screen=2)
+    try:
+        proposal = agent.propose(ProposalRequest(workspace=workspace, task_id=task_id, iteration=0,
+                                                 parent=(workspace / "kernel.py").read_text(), deadline_s=600.0))
+    finally:
+        agent.close()
+    assert proposal.source and proposal.note.startswith(f"template {template}"), proposal.note
+    assert "unscreened" not in proposal.note
+    passes(task_id, proposal.source, tmp_path)
+
+
+def test_rendered_knobs_are_what_the_tuner_finds():
+    from kernellab.agents.search.params import find_knobs
+
+    for task_id, name in [("losses/mse_loss", "full_reduction"), ("reductions/std_cols", "col_reduction"),
+                          ("reductions/cumsum_rows", "scan"), ("reductions/var_rows", "row_reduction"),
+                          ("optimizer/adam", "inplace_update")]:
+        match = next(m for m in match_templates(load_task(task_id)) if m.template.name == name)
+        declared = {k.name: k for k in match.template.knobs(match)}
+        found = {k.name: k for k in find_knobs(match.render()) if k.kind == "constant"}
+        assert set(found) == set(declared), name
+        for knob, spec in declared.items():
+            assert found[knob].value == spec.default and len(found[knob].domain) > 1, (name, knob)
