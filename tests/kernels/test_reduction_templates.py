@@ -153,3 +153,28 @@ def test_rendered_knobs_are_what_the_tuner_finds():
         assert set(found) == set(declared), name
         for knob, spec in declared.items():
             assert found[knob].value == spec.default and len(found[knob].domain) > 1, (name, knob)
+
+
+def test_a_zero_rows_norm_has_gradient_zero_as_in_pytorch(tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    match = match_templates(load_task("reductions/l2_norm_rows"))[0]
+    (tmp_path / "candidate.py").write_text(match.render())
+    script = '''
+import importlib.util, sys, torch
+spec = importlib.util.spec_from_file_location("candidate", sys.argv[1])
+mod = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(mod)
+x = torch.randn(3, 40)
+x[1] = 0.0
+a, b = x.clone().requires_grad_(True), x.clone().requires_grad_(True)
+mod.ModelNew()(a).backward(torch.ones(3))
+torch.linalg.vector_norm(b, dim=-1).backward(torch.ones(3))
+print(float((a.grad - b.grad).abs().max()), bool(torch.isfinite(a.grad).all()))
+'''
+    env = {**os.environ, "TRITON_INTERPRET": "1"}
+    out = subprocess.run([sys.executable, "-c", script, str(tmp_path / "candidate.py")], capture_output=True,
+                         text=True, check=True, timeout=300, env=env).stdout.split()
+    assert float(out[0]) < 1e-6 and out[1] == "True"

@@ -284,8 +284,13 @@ def _backward(spec: dict, sargs: str, hargs: str, save_r: bool) -> tuple[str, st
     if post is not None:
         expr = TritonExpr(lambda leaf: "r" if leaf.op == "input" else f"s_{leaf.name}", indent="    ", prefix="q")
         dpost = expr.grad(post, Node("input", name=REDUCED)) or "0.0"
-        post_grad = ("    r = tl.load(r_ptr + rows, mask=rmask, other=1.0)\n" + expr.code() +
-                     f"\n    dy = dy * {dpost}\n")
+        # an infinite derivative of the post-op (sqrt at a zero sum of squares) counts as 0, as
+        # torch.linalg.vector_norm's gradient at a zero row is; a constant derivative is a plain factor
+        try:
+            scale_by = f"    dy = dy * {float(dpost)!r}\n"
+        except ValueError:
+            scale_by = f"    dpost = {dpost}\n    dy = tl.where(tl.abs(dpost) < float(\"inf\"), dy * dpost, 0.0)\n"
+        post_grad = "    r = tl.load(r_ptr + rows, mask=rmask, other=1.0)\n" + expr.code() + "\n" + scale_by
         helpers |= expr.helpers
     kernel = f'''
 
