@@ -16,6 +16,7 @@ from kernellab.tasks.load import load_task
 SERVED = {
     "full_reduction": {"reductions/sum_all", "losses/mse_loss", "losses/l1_loss", "losses/huber_loss",
                        "losses/smooth_l1_loss", "losses/bce_with_logits", "losses/sigmoid_focal_loss"},
+    "row_epilogue": {"softmax/softmax_backward", "normalization/l2_normalize"},
     "scan": {"reductions/cumsum_rows", "reductions/cumprod_rows", "reductions/logcumsumexp_rows"},
     "col_reduction": {"reductions/sum_cols", "reductions/min_cols", "reductions/std_cols", "reductions/argmax_cols"},
 }
@@ -46,6 +47,10 @@ PATHS = [
     ("reductions/cumsum_rows", "scan", {"CHUNK": 16, "MIN_SEGMENT": 32, "TARGET_PROGRAMS": 64}),
     ("reductions/cumprod_rows", "scan", {"CHUNK": 16, "MIN_SEGMENT": 16, "TARGET_PROGRAMS": 64}),
     ("reductions/logcumsumexp_rows", "scan", {"CHUNK": 16, "MIN_SEGMENT": 32, "TARGET_PROGRAMS": 64}),
+    # rows longer than MAX_SINGLE: statistics and output (and the backward's two passes) over CHUNK pieces
+    ("normalization/l2_normalize", "row_epilogue", {"MAX_SINGLE": 32, "CHUNK": 16}),
+    ("softmax/softmax_backward", "row_epilogue", {"MAX_SINGLE": 16, "CHUNK": 32}),
+    ("normalization/l2_normalize", "row_epilogue", {"TILE": 64, "ELEMS_PER_WARP": 64}),
 ]
 
 

@@ -19,6 +19,7 @@ from kernellab.kernels import (  # noqa: F401 - register the templates
     norm,
     reduction,
     rope,
+    row_epilogue,
     scan,
     softmax,
 )

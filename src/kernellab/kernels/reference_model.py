@@ -940,6 +940,18 @@ def _masked_fill(reader: _Reader, node: ast.Call, operands: list[ast.AST]) -> No
     return Node("where", (args["mask"], args["value"], args["input"]))
 
 
+def _normalize(reader: _Reader, node: ast.Call, operands: list[ast.AST]) -> Node:
+    """``F.normalize(x, p=2, dim=d, eps=e)``: ``x / max(sqrt(sum(x², d, keepdim)), e)``, as PyTorch computes it."""
+    args = _arguments(reader, node, operands, ("input", "p", "dim", "eps", "out"),
+                      {"p": 2.0, "dim": 1, "eps": 1e-12, "out": None})
+    if "input" not in args or args["p"].value not in (2, 2.0) or args["out"].value is not None \
+            or not _number(args["eps"]):
+        raise Unsupported(f"line {node.lineno}: normalize other than the 2-norm")
+    x = args["input"]
+    total = Node("sum", (Node("square", (x,)),), (("dim", args["dim"]), ("keepdim", const(True))))
+    return Node("div", (x, Node("clamp", (Node("sqrt", (total,)),), (("max", const(None)), ("min", args["eps"])))))
+
+
 _LOSS_ARGS = ("input", "target", "size_average", "reduce", "reduction", "weight")
 _DESUGARED = {
     "mse_loss": _loss(_mse, _LOSS_ARGS), "l1_loss": _loss(_l1, _LOSS_ARGS),
@@ -951,7 +963,7 @@ _DESUGARED = {
                                               {"pos_weight": None}),
     "var": _statistic("var"), "std": _statistic("std"),
     "argmax": _arg_extreme("argmax"), "argmin": _arg_extreme("argmin"),
-    "vector_norm": _vector_norm, "where": _where, "masked_fill": _masked_fill,
+    "vector_norm": _vector_norm, "where": _where, "masked_fill": _masked_fill, "normalize": _normalize,
 }
 
 
