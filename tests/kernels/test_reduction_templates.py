@@ -98,6 +98,9 @@ def test_statistics_read_with_their_keywords():
     (out,) = _model("(a > 0).sum(-1)").outputs
     assert out.op == "sum" and out.args[0].op == "gt"
     assert _model("torch.argmax(a)").outputs is None  # over every element: not read
+    (out,) = _model("F.normalize(a, dim=-1)").outputs
+    assert out.op == "div" and out.args[1].op == "clamp" and out.args[1].const("min") == 1e-12
+    assert _model("F.normalize(a, p=1.0, dim=-1)").outputs is None  # the 1-norm is not read
 
 
 def test_served_tasks_match_only_these_templates():
@@ -127,7 +130,8 @@ def test_comparisons_are_numbers_only_beside_numbers():
                                                    ("reductions/cumsum_rows", "scan"),
                                                    ("reductions/argmax_rows", "row_reduction"),
                                                    ("optimizer/adamw", "inplace_update"),
-                                                   ("indexing/where", "elementwise")])
+                                                   ("indexing/where", "elementwise"),
+                                                   ("normalization/l2_normalize", "row_epilogue")])
 def test_the_search_agent_proposes_the_template_screened_by_its_own_session(task_id, template, tmp_path):
     from test_kernel_templates import passes
 
@@ -151,7 +155,7 @@ def test_rendered_knobs_are_what_the_tuner_finds():
 
     for task_id, name in [("losses/mse_loss", "full_reduction"), ("reductions/std_cols", "col_reduction"),
                           ("reductions/cumsum_rows", "scan"), ("reductions/var_rows", "row_reduction"),
-                          ("optimizer/adam", "inplace_update")]:
+                          ("optimizer/adam", "inplace_update"), ("softmax/softmax_backward", "row_epilogue")]:
         match = next(m for m in match_templates(load_task(task_id)) if m.template.name == name)
         declared = {k.name: k for k in match.template.knobs(match)}
         found = {k.name: k for k in find_knobs(match.render()) if k.kind == "constant"}
