@@ -16,7 +16,7 @@ from kernellab.tasks.load import load_task
 SERVED = {
     "inplace_update": {"optimizer/sgd", "optimizer/sgd_momentum_nesterov", "optimizer/adam", "optimizer/adamw",
                        "optimizer/adagrad", "optimizer/rmsprop", "optimizer/ema_update", "optimizer/lion",
-                       "optimizer/adamw_master_weights"},
+                       "optimizer/adamw_master_weights", "optimizer/multi_tensor_adamw"},
 }
 
 
@@ -50,6 +50,28 @@ def test_updates_beside_a_return_or_of_locals_are_not_read():
     assert not _model("        p.add_(g)\n        return p\n").mutations
     local = _model("        q = g * 2\n        q.add_(p)\n        p.copy_(q)\n")
     assert local.outputs is None and not local.mutations
+
+
+def test_a_helper_methods_updates_are_the_updates_of_the_arguments_passed():
+    model = read_model('''
+import torch
+import torch.nn as nn
+class Model(nn.Module):
+    def __init__(self, lr):
+        super().__init__()
+        self.lr = lr
+    def _sgd(self, param, grad):
+        param.add_(grad, alpha=-self.lr)
+    def forward(self, w, w_grad, b, b_grad):
+        self._sgd(w, w_grad)
+        self._sgd(b, b_grad)
+        b.mul_(2.0)
+''')
+    assert list(model.mutations) == ["w", "b"]
+    b = model.mutations["b"]  # the method's update, then forward's own
+    assert b.op == "mul" and b.args[0].op == "add" and b.args[0].args[0].name == "b"
+    (match,) = match_templates(load_task("optimizer/multi_tensor_adamw"))
+    assert len(match.spec["groups"]) == 3  # one launch per shape
 
 
 def test_numbers_of_attributes_are_computed_on_the_host():

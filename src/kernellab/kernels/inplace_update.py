@@ -96,19 +96,13 @@ class InplaceUpdateTemplate(Template):
         for value in updates.values():
             if not is_elementwise(value, lambda leaf: leaf.op in ("input", "scalar")):
                 return None
-        read: list[str] = []
-        scalars: list[str] = []
-        for value in updates.values():
-            inputs, _, names = leaves_of(value)
-            read += [n for n in inputs if n not in read]
-            scalars += [s for s in names if s not in scalars]
-        tensors = [a for a in model.forward_args if a in read or a in updates]
-        if set(read) - set(model.forward_args):
+        if any(set(leaves_of(v)[0]) - set(model.forward_args) for v in updates.values()):
             return None
+        groups = _groups(updates, model.forward_args)
         flops = sum(flops_per_element(v) for v in updates.values())
-        return Match(self, task, model, {"updates": updates, "tensors": tensors, "scalars": scalars,
-                                         "host": numbers.exprs, "flops": flops},
-                     summary=f"in-place update of {', '.join(updates)} in one pass")
+        shape = "one pass" if len(groups) == 1 else f"one pass per group of same-shape arguments ({len(groups)})"
+        return Match(self, task, model, {"groups": groups, "host": numbers.exprs, "flops": flops},
+                     summary=f"in-place update of {', '.join(updates)} in {shape}")
 
     def knobs(self, match: Match) -> list[KnobSpec]:
         return KNOBS
@@ -117,19 +111,62 @@ class InplaceUpdateTemplate(Template):
         return [{"BLOCK": 2048, "NUM_WARPS": 8}, {"BLOCK": 4096, "NUM_WARPS": 8}]
 
     def render(self, match: Match, params: dict[str, int]) -> str:
-        spec = match.spec
-        updates, tensors, scalars, host = spec["updates"], spec["tensors"], spec["scalars"], spec["host"]
-        expr = TritonExpr(kernel_leaf)
-        results = {name: expr.value(value) for name, value in updates.items()}
-        read = [t for t in tensors if any(t in leaves_of(v)[0] for v in updates.values())]
-        ptrs = ", ".join(f"x_{t}_ptr" for t in tensors)
-        sargs = "".join(f", s_{s}" for s in scalars)
-        loads = "\n".join(f"    x_{t} = tl.load(x_{t}_ptr + offs, mask=mask, other=1.0).to(tl.float32)" for t in read)
-        stores = "\n".join(f"    tl.store(x_{n}_ptr + offs, ({r}).to(x_{n}_ptr.dtype.element_ty), mask=mask)"
-                           for n, r in results.items())
-        kernels = f'''
+        host = match.spec["host"]
+        kernels, host_code, calls, helpers = [], [], [], set()
+        for i, group in enumerate(match.spec["groups"]):
+            kernel, function, call, used = _render_group(i, group, host)
+            kernels.append(kernel)
+            host_code.append(function)
+            calls.append(call)
+            helpers |= used
+        body = "\n".join(calls) + "\nreturn None"
+        doc = f"Template `inplace_update` for {match.task.id}: {match.summary}.\n\n" + \
+            (__doc__ or "").split("\n\n", 1)[1]
+        imports = "import math\n" if "math." in body else ""
+        return assemble(doc, match, params, helper_source(helpers) + "\n\n".join(kernels), "\n\n".join(host_code),
+                        body, imports=imports)
+
+
+def _groups(updates: dict[str, Node], order: list[str]) -> list[dict]:
+    """The updates split into groups that share no argument (each one launch over its own shape):
+    an update joins its argument with every argument its value reads."""
+    parent = {name: name for name in order}
+
+    def find(name: str) -> str:
+        while parent[name] != name:
+            name = parent[name]
+        return name
+
+    for name, value in updates.items():
+        for other in leaves_of(value)[0]:
+            parent[find(other)] = find(name)
+    groups: dict[str, dict] = {}
+    for name in order:
+        reads = any(name in leaves_of(v)[0] for v in updates.values())
+        if name in updates or reads:
+            group = groups.setdefault(find(name), {"updates": {}, "tensors": [], "scalars": []})
+            group["tensors"].append(name)
+    for name, value in updates.items():
+        group = groups[find(name)]
+        group["updates"][name] = value
+        group["scalars"] += [s for s in leaves_of(value)[2] if s not in group["scalars"]]
+    return list(groups.values())
+
+
+def _render_group(i: int, group: dict, host: dict[str, str]) -> tuple[str, str, str, set[str]]:
+    """One group's kernel, its host function, the forward's call of it, and the helpers it uses."""
+    updates, tensors, scalars = group["updates"], group["tensors"], group["scalars"]
+    expr = TritonExpr(kernel_leaf)
+    results = {name: expr.value(value) for name, value in updates.items()}
+    read = [t for t in tensors if any(t in leaves_of(v)[0] for v in updates.values())]
+    ptrs = ", ".join(f"x_{t}_ptr" for t in tensors)
+    sargs = "".join(f", s_{s}" for s in scalars)
+    loads = "\n".join(f"    x_{t} = tl.load(x_{t}_ptr + offs, mask=mask, other=1.0).to(tl.float32)" for t in read)
+    stores = "\n".join(f"    tl.store(x_{n}_ptr + offs, ({r}).to(x_{n}_ptr.dtype.element_ty), mask=mask)"
+                       for n, r in results.items())
+    kernel = f'''
 @triton.jit
-def _update_kernel({ptrs}, n_elements{sargs}, BLOCK: tl.constexpr):
+def _update_kernel_{i}({ptrs}, n_elements{sargs}, BLOCK: tl.constexpr):
     # reads each argument once, computes every update in fp32, stores each updated argument once
     offs = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
     mask = offs < n_elements
@@ -137,22 +174,17 @@ def _update_kernel({ptrs}, n_elements{sargs}, BLOCK: tl.constexpr):
 {expr.code()}
 {stores}
 '''
-        names = ", ".join(tensors)
-        hargs = "".join(f", {s}" for s in scalars)
-        checks = f'''    first_ = {tensors[0]}  # names with _: arguments may be named first, t, n
+    names = ", ".join(tensors)
+    hargs = "".join(f", {s}" for s in scalars)
+    function = f'''
+def _update_{i}({names}{hargs}):
+    first_ = {tensors[0]}  # names with _: arguments may be named first, t, n
     for t_ in ({names}{"," if len(tensors) == 1 else ""}):
         if t_.shape != first_.shape or not t_.is_contiguous():
             raise ValueError("inplace_update: arguments of one shape, contiguous, are updated in place")
-'''
-        host_code = f'''
-def _update({names}{hargs}):
-{checks}    n_ = first_.numel()
+    n_ = first_.numel()
     if n_:
-        _update_kernel[(triton.cdiv(n_, BLOCK),)]({names}, n_{hargs}, BLOCK=BLOCK, num_warps=NUM_WARPS)
+        _update_kernel_{i}[(triton.cdiv(n_, BLOCK),)]({names}, n_{hargs}, BLOCK=BLOCK, num_warps=NUM_WARPS)
 '''
-        values = [host[s] if s in host else f"float(self.{s})" for s in scalars]
-        body = f"_update({', '.join([*tensors, *values])})\nreturn None"
-        doc = f"Template `inplace_update` for {match.task.id}: {match.summary}.\n\n" + \
-            (__doc__ or "").split("\n\n", 1)[1]
-        imports = "import math\n" if any("math." in v for v in values) else ""
-        return assemble(doc, match, params, helper_source(expr.helpers) + kernels, host_code, body, imports=imports)
+    values = [host[s] if s in host else f"float(self.{s})" for s in scalars]
+    return kernel, function, f"_update_{i}({', '.join([*tensors, *values])})", expr.helpers

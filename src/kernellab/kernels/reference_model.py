@@ -160,7 +160,8 @@ def read_model(source: str) -> ReferenceModel | None:
     facts.init_prelude = _prelude(init, source, tree, assigned, facts.init_args)
     facts.input_ranks = _input_ranks(tree, facts.forward_args)
     try:
-        facts.outputs = _Reader(facts, _module_functions(tree)).forward(forward)
+        methods = {name: fn for name, fn in methods.items() if name not in ("__init__", "forward")}
+        facts.outputs = _Reader(facts, _module_functions(tree), methods).forward(forward)
     except Unsupported as exc:
         facts.why_not = str(exc)
     return facts
@@ -287,12 +288,16 @@ def _dotted(node: ast.AST) -> str:
 
 
 class _Reader:
-    def __init__(self, facts: ReferenceModel, functions: dict[str, ast.FunctionDef] | None = None):
+    def __init__(self, facts: ReferenceModel, functions: dict[str, ast.FunctionDef] | None = None,
+                 methods: dict[str, ast.FunctionDef] | None = None):
         self.facts = facts
         self.env: dict[str, Node] = {}
         self.functions = functions or {}
+        self.methods = methods or {}  # the model's helper methods, run where forward calls them as statements
         self.depth = 0
         self.mutated: list[str] = []  # forward arguments updated in place, in order
+        self.aliases: dict[str, str] = {}  # in a helper method: its parameter -> the forward argument passed
+        self.outer: dict[str, Node] | None = None  # in a helper method: forward's names
 
     def forward(self, fn: ast.FunctionDef) -> tuple[Node, ...]:
         body = list(fn.body)
@@ -306,6 +311,10 @@ class _Reader:
             elif isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call) and self.depth == 0 \
                     and _inplace_root(stmt.value) is not None:
                 self.expr(stmt.value)  # an in-place update: the argument's value in ``env`` changes
+            elif isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call) and self.depth == 0 \
+                    and self.outer is None and _dotted(stmt.value.func).startswith("self.") \
+                    and _dotted(stmt.value.func)[5:] in self.methods:
+                self.run_method(stmt.value)
             elif isinstance(stmt, ast.Return) and stmt.value is not None:
                 if self.mutated:
                     raise Unsupported(f"line {stmt.lineno}: in-place updates beside a return")
@@ -422,6 +431,35 @@ class _Reader:
             return Node("add", (args[0], Node("mul", (kw["alpha"], args[1]))))
         return Node(op, args, tuple(sorted(kw.items())))
 
+    def run_method(self, node: ast.Call) -> None:
+        """``self.step(w, g, ...)`` as a statement: the method's in-place updates of its parameters are
+        updates of the forward arguments passed for them."""
+        fn = self.methods[_dotted(node.func)[5:]]
+        params = [a.arg for a in fn.args.args[1:]]
+        if node.keywords or len(node.args) != len(params) or fn.args.vararg or fn.args.kwarg:
+            raise Unsupported(f"line {node.lineno}: call of self.{fn.name}")
+        passed = [a.id for a in node.args if isinstance(a, ast.Name) and a.id in self.facts.forward_args]
+        if len(passed) != len(set(passed)):
+            raise Unsupported(f"line {node.lineno}: one argument passed twice to self.{fn.name}")
+        bound = {p: self.expr(a) for p, a in zip(params, node.args)}
+        aliases = {p: a.id for p, a in zip(params, node.args)
+                   if isinstance(a, ast.Name) and a.id in self.facts.forward_args}
+        saved = self.env, self.aliases, self.outer
+        self.env, self.aliases, self.outer = bound, aliases, saved[0]
+        try:
+            for stmt in fn.body:
+                if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant):
+                    continue  # docstring
+                if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name):
+                    self.env[stmt.targets[0].id] = self.expr(stmt.value)
+                elif isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call) \
+                        and _inplace_root(stmt.value) is not None:
+                    self.expr(stmt.value)
+                else:
+                    raise Unsupported(f"line {stmt.lineno}: {type(stmt).__name__} in self.{fn.name}")
+        finally:
+            self.env, self.aliases, self.outer = saved
+
     def inplace(self, node: ast.Call) -> Node:
         """``t.add_(u, alpha=a)`` and the like: the new value; when ``t`` is a forward argument (directly or
         through a chain of in-place calls), it is that argument's value from here on."""
@@ -433,11 +471,14 @@ class _Reader:
         value = build(receiver, args)
         root = _inplace_root(func.value)
         if root is not None:
-            if root not in self.facts.forward_args or self.depth:
+            target = self.aliases.get(root) if self.outer is not None else root
+            if target is None or target not in self.facts.forward_args or self.depth:
                 raise Unsupported(f"line {node.lineno}: in-place update of {root}, not a forward argument")
             self.env[root] = value
-            if root not in self.mutated:
-                self.mutated.append(root)
+            if self.outer is not None:  # in a helper method: forward sees the argument's new value too
+                self.outer[target] = value
+            if target not in self.mutated:
+                self.mutated.append(target)
         return value
 
     def reshape(self, receiver: ast.AST, node: ast.Call) -> Node:
