@@ -203,10 +203,8 @@ class TritonExpr:
             return f"{a} {_SYMBOLS[op]} {b}"
         if op in ("maximum", "minimum"):
             return f"tl.{op}({a}, {self.value(node.args[1])})"
-        if op in COMPARISONS:
-            return f"tl.where({a} {COMPARISONS[op]} {self.value(node.args[1])}, 1.0, 0.0)"
-        if op == "where":  # the condition is 0/1 here: a comparison, or a boolean input loaded as a number
-            return f"tl.where({a} != 0.0, {self.value(node.args[1])}, {self.value(node.args[2])})"
+        if op in COMPARISONS or op in ("where", "sign"):
+            return self._logical(node, a)
         if op == "neg":
             return f"-{a}"
         if op == "pow":
@@ -233,8 +231,6 @@ class TritonExpr:
             return f"_log1p({a})"
         if op == "square":
             return f"{a} * {a}"
-        if op == "sign":  # a * 0 keeps NaN a NaN, as torch.sign does
-            return f"tl.where({a} > 0.0, 1.0, tl.where({a} < 0.0, -1.0, {a} * 0.0))"
         if op == "clamp":
             lo, hi = self._kw(node, "min", None), self._kw(node, "max", None)
             out = a
@@ -266,6 +262,15 @@ class TritonExpr:
             slope = self._kw(node, "negative_slope", 0.01)
             return f"tl.where({a} > 0.0, {a}, {a} * {slope})"
         raise NotElementwise(op)
+
+    def _logical(self, node: Node, a: str) -> str:
+        """Comparisons (0/1), ``where`` (its condition is 0/1 here: a comparison, or a boolean input loaded
+        as a number) and ``sign`` (``a * 0`` keeps NaN a NaN, as torch.sign does)."""
+        if node.op in COMPARISONS:
+            return f"tl.where({a} {COMPARISONS[node.op]} {self.value(node.args[1])}, 1.0, 0.0)"
+        if node.op == "where":
+            return f"tl.where({a} != 0.0, {self.value(node.args[1])}, {self.value(node.args[2])})"
+        return f"tl.where({a} > 0.0, 1.0, tl.where({a} < 0.0, -1.0, {a} * 0.0))"
 
     def _softplus(self, node: Node, a: str) -> str:
         self.helpers.add("_log1p")
@@ -347,12 +352,7 @@ class TritonExpr:
         if op in ("pow", "sigmoid", "tanh", "exp", "rsqrt", "sqrt"):
             y = self.value(node)  # only these use the op's own value
         if op == "pow":
-            n = node.args[1].value
-            if node.args[1].op != "const" or n not in _POW_FORMULAS:
-                self.helpers.update({"_powf", "_dpowf"})
-                return f"_dpowf({a}, {self.value(node.args[1])})"
-            return {0.5: f"0.5 / {y}", 1: "1.0", 2: f"2.0 * {a}", 3: f"3.0 * {a} * {a}", -1: f"-{y} * {y}",
-                    -0.5: f"-0.5 * {y} * {y} * {y}"}[n]
+            return self._pow_derivative(node, a, y)
         if op == "relu":
             return f"tl.where({a} > 0.0, 1.0, 0.0)"
         if op == "sigmoid":
@@ -375,8 +375,6 @@ class TritonExpr:
             return f"0.5 / {y}"
         if op == "square":
             return f"2.0 * {a}"
-        if op == "sign":
-            return "0.0"
         if op == "abs":
             return f"tl.where({a} > 0.0, 1.0, tl.where({a} < 0.0, -1.0, 0.0))"
         if op == "clamp":
@@ -410,7 +408,17 @@ class TritonExpr:
         if op == "leaky_relu":
             slope = self._kw(node, "negative_slope", 0.01)
             return f"tl.where({a} > 0.0, 1.0, {slope})"
+        if op == "sign":
+            return "0.0"
         raise NotElementwise(op)
+
+    def _pow_derivative(self, node: Node, a: str, y: str) -> str:
+        n = node.args[1].value
+        if node.args[1].op != "const" or n not in _POW_FORMULAS:
+            self.helpers.update({"_powf", "_dpowf"})
+            return f"_dpowf({a}, {self.value(node.args[1])})"
+        return {0.5: f"0.5 / {y}", 1: "1.0", 2: f"2.0 * {a}", 3: f"3.0 * {a} * {a}", -1: f"-{y} * {y}",
+                -0.5: f"-0.5 * {y} * {y} * {y}"}[n]
 
 
 def helper_source(names: set[str]) -> str:
