@@ -9,6 +9,9 @@ from pathlib import Path
 
 import pytest
 from test_model_op_templates import SERVED as MODEL_OPS
+from test_optimizer_templates import SERVED as OPTIMIZERS
+from test_reduction_templates import ROW_REDUCTIONS
+from test_reduction_templates import SERVED as REDUCTIONS
 
 from kernellab.agents.search.params import find_knobs
 from kernellab.evaluate.options import EvalOptions, with_stages
@@ -29,14 +32,14 @@ EXPECTED = {
         "elementwise/relu", "elementwise/rsqrt", "elementwise/scale_bias_silu", "elementwise/sigmoid",
         "elementwise/silu", "elementwise/softplus", "elementwise/squared_relu", "elementwise/tanh",
         "fusion/bias_gelu_residual", "gated_mlp/geglu_erf_two_inputs", "gated_mlp/geglu_tanh_two_inputs",
-        "gated_mlp/swiglu_two_inputs",
+        "gated_mlp/swiglu_two_inputs", "indexing/where",
     },
     "softmax": {
         "fusion/softcap_softmax", "reductions/logsumexp_rows", "softmax/log_softmax", "softmax/softmax",
         "softmax/softmax_long_rows", "softmax/softmax_short_rows", "softmax/softmax_temperature",
         "softmax/softmax_very_long_rows", "softmax/softmax_with_lse",
     },
-    "row_reduction": {"reductions/absmax_rows", "reductions/max_rows", "reductions/mean_rows", "reductions/sum_rows"},
+    "row_reduction": ROW_REDUCTIONS,  # tests/kernels/test_reduction_templates.py
     "norm": {"normalization/layernorm", "normalization/layernorm_no_bias", "normalization/rmsnorm",
              "normalization/rmsnorm_gemma", "normalization/add_rmsnorm", "normalization/add_layernorm",
              "normalization/add_rmsnorm_hf", "normalization/qk_norm"},
@@ -55,6 +58,8 @@ EXPECTED = {
         "matmul/bmm", "matmul/bmm_small_many", "matmul/matmul_4d_heads", "matmul/matmul_3d_shared_weight",
     },
     **MODEL_OPS,  # gated, rope, attention: tests/kernels/test_model_op_templates.py
+    **OPTIMIZERS,  # in-place optimizer steps: tests/kernels/test_optimizer_templates.py
+    **REDUCTIONS,  # whole-tensor, column and row-statistic reductions: tests/kernels/test_reduction_templates.py
 }
 MATCHED = sorted((task, name) for name, tasks in EXPECTED.items() for task in tasks)
 
@@ -133,8 +138,8 @@ def test_each_template_matches_exactly_the_expected_suite_tasks():
 
 
 def test_tasks_outside_a_template_are_not_matched():
-    # two products in one forward, broadcast operands, argmax, causal masks: no template claims them
-    for task_id in ("matmul/lowrank_factorized", "elementwise/adaln_modulate", "reductions/argmax_rows",
+    # two products in one forward, broadcast operands, top-k, causal masks: no template claims them
+    for task_id in ("matmul/lowrank_factorized", "elementwise/adaln_modulate", "reductions/topk_rows",
                     "softmax/causal_softmax", "softmax/softmax_rel_pos_bias", "conv_pool/avg_pool2d"):
         assert match_templates(load_task(task_id)) == [], task_id
 

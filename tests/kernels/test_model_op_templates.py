@@ -31,7 +31,7 @@ SERVED = {
     "gated": {
         "gated_mlp/geglu_erf_backward", "gated_mlp/geglu_erf_concat", "gated_mlp/geglu_tanh_backward",
         "gated_mlp/geglu_tanh_concat", "gated_mlp/glu_sigmoid", "gated_mlp/reglu_concat", "gated_mlp/swiglu_backward",
-        "gated_mlp/swiglu_clamped_interleaved", "gated_mlp/swiglu_concat",
+        "gated_mlp/swiglu_clamped_interleaved", "gated_mlp/swiglu_concat", "gated_mlp/reglu_backward",
     },
     "rope": {"positional/rope_gptj", "positional/rope_hf_position_ids", "positional/rope_hf_qk", "positional/rope_neox",
              "positional/rope_position_ids", "positional/rope_qk"},

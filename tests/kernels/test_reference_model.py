@@ -66,5 +66,5 @@ def test_init_is_copied_verbatim_and_dedented():
 
 def test_unreadable_forwards_say_why():
     assert model_of("softmax/causal_softmax").why_not == "attribute .shape"  # its mask is built from shapes
-    assert model_of("reductions/argmax_rows").why_not == "torch.argmax"
+    assert model_of("reductions/topk_rows").why_not == "torch.topk"
     assert read_model("x = 1") is None

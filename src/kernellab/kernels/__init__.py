@@ -6,16 +6,21 @@ Importing this package registers the built-in templates; ``templates()`` lists t
 
 from kernellab.kernels import (  # noqa: F401 - register the templates
     attention,
+    col_reduction,
     cross_entropy,
     elementwise,
     embedding,
+    full_reduction,
     gated,
     gated_matmul,
+    inplace_update,
     linear_cross_entropy,
     matmul,
     norm,
     reduction,
     rope,
+    row_epilogue,
+    scan,
     softmax,
 )
 from kernellab.kernels.template import (

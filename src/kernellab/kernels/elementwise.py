@@ -75,7 +75,7 @@ def kernel_leaf(node: Node) -> str:
 
 @register_template("elementwise")
 class ElementwiseTemplate(Template):
-    categories = frozenset({"elementwise", "fusion", "gated_mlp"})
+    categories = frozenset({"elementwise", "fusion", "gated_mlp", "indexing"})
     budget = __doc__
 
     def match(self, task: Task, model: ReferenceModel) -> Match | None:
@@ -191,13 +191,13 @@ def _forward_kernel({self.ptr_params()}, y_ptr, n_elements, n_cols{self.scalar_p
             dtype = f"torch.promote_types({dtype}, {t}.dtype)"
         return f'''
 def _forward({", ".join(self.tensors)}{self.host_scalars()}):
-{contiguous}    y = torch.empty({first}.shape, dtype={dtype}, device={first}.device)
-    n = y.numel()
+{contiguous}    out_ = torch.empty({first}.shape, dtype={dtype}, device={first}.device)  # not ``y``: an input may be
+    n = out_.numel()
     if n:
-        n_cols = y.shape[-1] if y.dim() else 1
-        _forward_kernel[(triton.cdiv(n, BLOCK),)]({", ".join(self.tensors)}, y, n, n_cols{self.host_scalars()},
+        n_cols = out_.shape[-1] if out_.dim() else 1
+        _forward_kernel[(triton.cdiv(n, BLOCK),)]({", ".join(self.tensors)}, out_, n, n_cols{self.host_scalars()},
                                                   BLOCK=BLOCK, num_warps=NUM_WARPS)
-    return y
+    return out_
 '''
 
     # ------------------------------------------------------------------------------------ backward

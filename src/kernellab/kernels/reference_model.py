@@ -92,6 +92,9 @@ class ReferenceModel:
     init_prelude: list[str] = field(default_factory=list)  # module-level statements __init__ needs
     input_ranks: dict[str, int] = field(default_factory=dict)  # from get_inputs, where it says
     outputs: tuple[Node, ...] | None = None
+    # A forward that returns nothing and updates some of its arguments in place (an optimizer step):
+    # each updated argument's final value, in the order first updated (``outputs`` stays None).
+    mutations: dict[str, Node] = field(default_factory=dict)
     why_not: str | None = None  # why ``outputs`` is None
     source: str = ""  # the reference file, for readers of facts the tree leaves out (float32 upcasts)
 
@@ -106,7 +109,7 @@ _OPS: dict[str, tuple[str, int, tuple[str, ...]]] = {
     "relu": ("relu", 1, ()), "sigmoid": ("sigmoid", 1, ()), "tanh": ("tanh", 1, ()), "exp": ("exp", 1, ()),
     "erf": ("erf", 1, ()), "expm1": ("expm1", 1, ()), "log1p": ("log1p", 1, ()), "log": ("log", 1, ()),
     "rsqrt": ("rsqrt", 1, ()), "sqrt": ("sqrt", 1, ()), "square": ("square", 1, ()), "abs": ("abs", 1, ()),
-    "neg": ("neg", 1, ()), "negative": ("neg", 1, ()),
+    "neg": ("neg", 1, ()), "negative": ("neg", 1, ()), "sign": ("sign", 1, ()),
     "clamp": ("clamp", 1, ("min", "max")), "clip": ("clamp", 1, ("min", "max")),
     "gelu": ("gelu", 1, ("approximate",)), "silu": ("silu", 1, ()), "mish": ("mish", 1, ()),
     "softplus": ("softplus", 1, ("beta", "threshold")), "hardswish": ("hardswish", 1, ()),
@@ -117,6 +120,8 @@ _OPS: dict[str, tuple[str, int, tuple[str, ...]]] = {
     "amax": ("amax", 1, ("dim", "keepdim")), "amin": ("amin", 1, ("dim", "keepdim")),
     "softmax": ("softmax", 1, ("dim",)), "log_softmax": ("log_softmax", 1, ("dim",)),
     "logsumexp": ("logsumexp", 1, ("dim", "keepdim")),
+    "cumsum": ("cumsum", 1, ("dim",)), "cumprod": ("cumprod", 1, ("dim",)),
+    "logcumsumexp": ("logcumsumexp", 1, ("dim",)),
     "layer_norm": ("layer_norm", 1, ("normalized_shape", "weight", "bias", "eps")),
     "matmul": ("matmul", 2, ()), "mm": ("matmul", 2, ()), "t": ("t", 1, ()),
     "linear": ("linear", 1, ("weight", "bias")), "addmm": ("addmm", 3, ()),
@@ -128,6 +133,7 @@ _OPS.update({  # losses and lookups (cross-entropy, embedding, RMSNorm as one ca
     "rms_norm": ("rms_norm", 1, ("normalized_shape", "weight", "eps")),
     "nll_loss": ("nll_loss", 2, ("weight", "size_average", "ignore_index", "reduce", "reduction")),
 })
+_COMPARES = {ast.Gt: "gt", ast.GtE: "ge", ast.Lt: "lt", ast.LtE: "le"}
 _BINOPS = {ast.Add: "add", ast.Sub: "sub", ast.Mult: "mul", ast.Div: "div", ast.Pow: "pow", ast.MatMult: "matmul"}
 
 
@@ -154,7 +160,8 @@ def read_model(source: str) -> ReferenceModel | None:
     facts.init_prelude = _prelude(init, source, tree, assigned, facts.init_args)
     facts.input_ranks = _input_ranks(tree, facts.forward_args)
     try:
-        facts.outputs = _Reader(facts, _module_functions(tree)).forward(forward)
+        methods = {name: fn for name, fn in methods.items() if name not in ("__init__", "forward")}
+        facts.outputs = _Reader(facts, _module_functions(tree), methods).forward(forward)
     except Unsupported as exc:
         facts.why_not = str(exc)
     return facts
@@ -181,30 +188,41 @@ def _read_init(init: ast.FunctionDef, facts: ReferenceModel) -> None:
         if not (isinstance(node, ast.Assign) and len(node.targets) == 1):
             continue
         target = node.targets[0]
-        if not (isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) and target.value.id == "self"):
-            continue
-        name, value = target.attr, node.value
-        callee = _dotted(value.func) if isinstance(value, ast.Call) else ""
-        if callee.endswith("Parameter"):
-            facts.params[name] = Param(name, _param_rank(value))
-        elif callee.endswith("Linear") and isinstance(value, ast.Call):
-            bias = True
-            for kw in value.keywords:
-                if kw.arg == "bias" and isinstance(kw.value, ast.Constant):
-                    bias = bool(kw.value.value)
-            if len(value.args) >= 3 and isinstance(value.args[2], ast.Constant):
-                bias = bool(value.args[2].value)
-            facts.submodules[name] = Submodule(name, "Linear", bias)
-            facts.params[f"{name}.weight"] = Param(f"{name}.weight", 2)
-            if bias:
-                facts.params[f"{name}.bias"] = Param(f"{name}.bias", 1)
-        elif callee.endswith("Embedding") and isinstance(value, ast.Call):
-            facts.submodules[name] = _embedding_module(name, value)
-            facts.params[f"{name}.weight"] = Param(f"{name}.weight", 2)
-        elif isinstance(value, ast.Call) and callee.rsplit(".", 1)[-1][:1].isupper():  # nn.LayerNorm(...)
-            facts.submodules[name] = Submodule(name, callee.rsplit(".", 1)[-1])
-        else:  # a number computed or passed in (self.eps = eps, self.scale = math.sqrt(d))
-            facts.scalars.add(name)
+        if isinstance(target, ast.Tuple) and isinstance(node.value, ast.Tuple) \
+                and len(target.elts) == len(node.value.elts):  # self.lr, self.eps = lr, eps
+            pairs = list(zip(target.elts, node.value.elts))
+        else:
+            pairs = [(target, node.value)]
+        for target, value in pairs:
+            _read_attribute(target, value, facts)
+
+
+def _read_attribute(target: ast.AST, value: ast.AST, facts: ReferenceModel) -> None:
+    """One ``self.name = value`` of ``__init__``: a parameter, a submodule or a number."""
+    if not (isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) and target.value.id == "self"):
+        return
+    name = target.attr
+    callee = _dotted(value.func) if isinstance(value, ast.Call) else ""
+    if callee.endswith("Parameter"):
+        facts.params[name] = Param(name, _param_rank(value))
+    elif callee.endswith("Linear") and isinstance(value, ast.Call):
+        bias = True
+        for kw in value.keywords:
+            if kw.arg == "bias" and isinstance(kw.value, ast.Constant):
+                bias = bool(kw.value.value)
+        if len(value.args) >= 3 and isinstance(value.args[2], ast.Constant):
+            bias = bool(value.args[2].value)
+        facts.submodules[name] = Submodule(name, "Linear", bias)
+        facts.params[f"{name}.weight"] = Param(f"{name}.weight", 2)
+        if bias:
+            facts.params[f"{name}.bias"] = Param(f"{name}.bias", 1)
+    elif callee.endswith("Embedding") and isinstance(value, ast.Call):
+        facts.submodules[name] = _embedding_module(name, value)
+        facts.params[f"{name}.weight"] = Param(f"{name}.weight", 2)
+    elif isinstance(value, ast.Call) and callee.rsplit(".", 1)[-1][:1].isupper():  # nn.LayerNorm(...)
+        facts.submodules[name] = Submodule(name, callee.rsplit(".", 1)[-1])
+    else:  # a number computed or passed in (self.eps = eps, self.scale = math.sqrt(d))
+        facts.scalars.add(name)
 
 
 def _param_rank(call: ast.Call) -> int | None:
@@ -270,11 +288,16 @@ def _dotted(node: ast.AST) -> str:
 
 
 class _Reader:
-    def __init__(self, facts: ReferenceModel, functions: dict[str, ast.FunctionDef] | None = None):
+    def __init__(self, facts: ReferenceModel, functions: dict[str, ast.FunctionDef] | None = None,
+                 methods: dict[str, ast.FunctionDef] | None = None):
         self.facts = facts
         self.env: dict[str, Node] = {}
         self.functions = functions or {}
+        self.methods = methods or {}  # the model's helper methods, run where forward calls them as statements
         self.depth = 0
+        self.mutated: list[str] = []  # forward arguments updated in place, in order
+        self.aliases: dict[str, str] = {}  # in a helper method: its parameter -> the forward argument passed
+        self.outer: dict[str, Node] | None = None  # in a helper method: forward's names
 
     def forward(self, fn: ast.FunctionDef) -> tuple[Node, ...]:
         body = list(fn.body)
@@ -285,12 +308,24 @@ class _Reader:
                 self.env[stmt.targets[0].id] = self.expr(stmt.value)
             elif isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Tuple):
                 self.env.update(unpack(self, stmt.targets[0], stmt.value))
+            elif isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call) and self.depth == 0 \
+                    and _inplace_root(stmt.value) is not None:
+                self.expr(stmt.value)  # an in-place update: the argument's value in ``env`` changes
+            elif isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call) and self.depth == 0 \
+                    and self.outer is None and _dotted(stmt.value.func).startswith("self.") \
+                    and _dotted(stmt.value.func)[5:] in self.methods:
+                self.run_method(stmt.value)
             elif isinstance(stmt, ast.Return) and stmt.value is not None:
+                if self.mutated:
+                    raise Unsupported(f"line {stmt.lineno}: in-place updates beside a return")
                 if isinstance(stmt.value, ast.Tuple):
                     return tuple(self.expr(e) for e in stmt.value.elts)
                 return (self.expr(stmt.value),)
             else:
                 raise Unsupported(f"line {stmt.lineno}: {type(stmt).__name__} in forward")
+        if self.mutated and self.depth == 0:
+            self.facts.mutations = {name: self.env[name] for name in self.mutated}
+            raise Unsupported(f"forward returns nothing: it updates {', '.join(self.mutated)} in place")
         raise Unsupported("forward has no return")
 
     def expr(self, node: ast.AST) -> Node:
@@ -319,6 +354,10 @@ class _Reader:
             if op is None:
                 raise Unsupported(f"operator {type(node.op).__name__}")
             return Node(op, (self.expr(node.left), self.expr(node.right)))
+        if isinstance(node, ast.Compare):
+            if len(node.ops) != 1 or type(node.ops[0]) not in _COMPARES:
+                raise Unsupported(f"comparison {ast.unparse(node)}")
+            return Node(_COMPARES[type(node.ops[0])], (self.expr(node.left), self.expr(node.comparators[0])))
         if isinstance(node, ast.Call):
             return self.call(node)
         if isinstance(node, ast.Subscript):
@@ -345,6 +384,8 @@ class _Reader:
 
     def call(self, node: ast.Call) -> Node:
         func = node.func
+        if isinstance(func, ast.Attribute) and func.attr in _INPLACE and _dotted(func.value) not in _NAMESPACES:
+            return self.inplace(node)
         layout = layout_call(self, node)
         if layout is not None:
             return layout
@@ -370,6 +411,8 @@ class _Reader:
             if name in _RESHAPES:
                 return self.reshape(func.value, node)
             operands = [func.value, *node.args]
+        if name in _DESUGARED:
+            return _DESUGARED[name](self, node, operands)
         if name not in _OPS:
             raise Unsupported(f"{base + '.' if base in _NAMESPACES else 'Tensor.'}{name}")
         op, arity, positional = _OPS[name]
@@ -387,6 +430,56 @@ class _Reader:
         if op == "add" and "alpha" in kw:
             return Node("add", (args[0], Node("mul", (kw["alpha"], args[1]))))
         return Node(op, args, tuple(sorted(kw.items())))
+
+    def run_method(self, node: ast.Call) -> None:
+        """``self.step(w, g, ...)`` as a statement: the method's in-place updates of its parameters are
+        updates of the forward arguments passed for them."""
+        fn = self.methods[_dotted(node.func)[5:]]
+        params = [a.arg for a in fn.args.args[1:]]
+        if node.keywords or len(node.args) != len(params) or fn.args.vararg or fn.args.kwarg:
+            raise Unsupported(f"line {node.lineno}: call of self.{fn.name}")
+        passed = [a.id for a in node.args if isinstance(a, ast.Name) and a.id in self.facts.forward_args]
+        if len(passed) != len(set(passed)):
+            raise Unsupported(f"line {node.lineno}: one argument passed twice to self.{fn.name}")
+        bound = {p: self.expr(a) for p, a in zip(params, node.args)}
+        aliases = {p: a.id for p, a in zip(params, node.args)
+                   if isinstance(a, ast.Name) and a.id in self.facts.forward_args}
+        saved = self.env, self.aliases, self.outer
+        self.env, self.aliases, self.outer = bound, aliases, saved[0]
+        try:
+            for stmt in fn.body:
+                if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant):
+                    continue  # docstring
+                if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name):
+                    self.env[stmt.targets[0].id] = self.expr(stmt.value)
+                elif isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call) \
+                        and _inplace_root(stmt.value) is not None:
+                    self.expr(stmt.value)
+                else:
+                    raise Unsupported(f"line {stmt.lineno}: {type(stmt).__name__} in self.{fn.name}")
+        finally:
+            self.env, self.aliases, self.outer = saved
+
+    def inplace(self, node: ast.Call) -> Node:
+        """``t.add_(u, alpha=a)`` and the like: the new value; when ``t`` is a forward argument (directly or
+        through a chain of in-place calls), it is that argument's value from here on."""
+        func = node.func
+        assert isinstance(func, ast.Attribute)
+        receiver = self.expr(func.value)
+        names, build = _INPLACE[func.attr]
+        args = _arguments(self, node, list(node.args), names, {})
+        value = build(receiver, args)
+        root = _inplace_root(func.value)
+        if root is not None:
+            target = self.aliases.get(root) if self.outer is not None else root
+            if target is None or target not in self.facts.forward_args or self.depth:
+                raise Unsupported(f"line {node.lineno}: in-place update of {root}, not a forward argument")
+            self.env[root] = value
+            if self.outer is not None:  # in a helper method: forward sees the argument's new value too
+                self.outer[target] = value
+            if target not in self.mutated:
+                self.mutated.append(target)
+        return value
 
     def reshape(self, receiver: ast.AST, node: ast.Call) -> Node:
         """``x.view(-1, x.size(-1))`` and the like: a ``reshape`` node whose ``shape`` keyword holds the
@@ -544,6 +637,8 @@ def layout_call(reader: _Reader, node: ast.Call) -> Node | None:
         arg = _fold(reader.expr(node.args[0]))
         if arg.op == "const" and isinstance(arg.value, (int, float)):
             return const(_MATH_FUNCTIONS[name](arg.value))
+        if name in ("sqrt", "log", "exp", "tanh") and all(leaf.op in ("scalar", "const") for leaf in arg.leaves()):
+            return Node(name, (arg,))  # of number attributes: a number, computed where it is used
         raise Unsupported(f"line {node.lineno}: math.{name} of a tensor")
     if name in ("cat", "concat", "concatenate", "stack") and namespace:
         seq = node.args[0] if node.args else None
@@ -739,3 +834,220 @@ def _embedding_module(name: str, call: ast.Call) -> Submodule:
         except (ValueError, SyntaxError, TypeError):
             pad = None
     return Submodule(name, "Embedding", has_bias=False, padding_idx=pad if isinstance(pad, int) else None)
+
+
+# ------------------------------------------------------------------------- losses and statistics
+# Pointwise losses are read as the elementwise chain they are, then the reduction their ``reduction``
+# keyword names (``F.mse_loss(a, b)`` reads as ``mean(square(a - b))``), so the templates that
+# implement chains and reductions implement them too; row statistics read as their own nodes
+# (``var``/``std`` with ``dim``, ``correction``, ``keepdim``; ``argmax``/``argmin``), and
+# ``torch.linalg.vector_norm(x, dim=d)`` as ``sqrt(sum(square(x), dim=d))``.
+
+
+def _arguments(reader: _Reader, node: ast.Call, operands: list[ast.AST], names: tuple[str, ...],
+               defaults: dict[str, Any]) -> dict[str, Node]:
+    """The call's arguments by name (positionals after the receiver in ``names`` order), every one
+    read as a node; names outside ``names`` are refused."""
+    out: dict[str, Node] = {}
+    if len(operands) > len(names):
+        raise Unsupported(f"line {node.lineno}: too many arguments")
+    for key, arg in zip(names, operands):
+        out[key] = reader.expr(arg)
+    for kw in node.keywords:
+        if kw.arg not in names:
+            raise Unsupported(f"line {node.lineno}: {ast.unparse(node.func)}({kw.arg}=...)")
+        out[kw.arg] = reader.expr(kw.value)
+    for key, value in defaults.items():
+        out.setdefault(key, const(value))
+    return out
+
+
+def _number(value: Node) -> bool:
+    return value.op == "scalar" or (value.op == "const" and isinstance(value.value, (int, float))
+                                    and not isinstance(value.value, bool))
+
+
+def _reduced(chain: Node, reduction: Node, line: int) -> Node:
+    if reduction.op != "const" or reduction.value not in ("mean", "sum", "none"):
+        raise Unsupported(f"line {line}: reduction {reduction.value!r}")
+    return chain if reduction.value == "none" else Node(reduction.value, (chain,))
+
+
+def _loss(chain_of: Any, names: tuple[str, ...], defaults: dict[str, Any] | None = None):
+    """A reader for ``F.<loss>(input, target, ...)`` (``names``: its parameters in order);
+    ``chain_of(a, b, args, line)`` gives the per-element loss. Weighted forms are not read."""
+    def read(reader: _Reader, node: ast.Call, operands: list[ast.AST]) -> Node:
+        args = _arguments(reader, node, operands, names, {"reduction": "mean", "size_average": None,
+                                                          "reduce": None, "weight": None, **(defaults or {})})
+        plain = all(args[k].op == "const" and args[k].value is None for k in ("size_average", "reduce", "weight"))
+        if not plain or "input" not in args or "target" not in args:
+            raise Unsupported(f"line {node.lineno}: a loss with size_average/reduce/weight or without its tensors")
+        return _reduced(chain_of(args["input"], args["target"], args, node.lineno), args["reduction"], node.lineno)
+
+    return read
+
+
+def _mse(a: Node, b: Node, args: dict[str, Node], line: int) -> Node:
+    return Node("square", (Node("sub", (a, b)),))
+
+
+def _l1(a: Node, b: Node, args: dict[str, Node], line: int) -> Node:
+    return Node("abs", (Node("sub", (a, b)),))
+
+
+def _huber_of(d: Node, delta: Node) -> Node:
+    """``0.5 d²`` below ``delta``, ``delta (|d| - delta / 2)`` above, as ``c (|d| - c / 2)`` with
+    ``c = min(|d|, delta)``: one branch-free expression whose derivative is the loss's own."""
+    ad = Node("abs", (d,))
+    c = Node("clamp", (ad,), (("max", delta), ("min", const(None))))
+    return Node("mul", (c, Node("sub", (ad, Node("mul", (const(0.5), c))))))
+
+
+def _huber(a: Node, b: Node, args: dict[str, Node], line: int) -> Node:
+    if not _number(args["delta"]):
+        raise Unsupported(f"line {line}: huber_loss delta")
+    return _huber_of(Node("sub", (a, b)), args["delta"])
+
+
+def _smooth_l1(a: Node, b: Node, args: dict[str, Node], line: int) -> Node:
+    beta = args["beta"]
+    if beta.op == "const" and beta.value == 0:
+        return _l1(a, b, args, line)
+    if beta.op != "const" or not _number(beta) or beta.value < 0:
+        raise Unsupported(f"line {line}: smooth_l1_loss beta")
+    return Node("div", (_huber_of(Node("sub", (a, b)), beta), beta))
+
+
+def _bce_with_logits(a: Node, b: Node, args: dict[str, Node], line: int) -> Node:
+    if args["pos_weight"].op != "const" or args["pos_weight"].value is not None:
+        raise Unsupported(f"line {line}: binary_cross_entropy_with_logits with weights")
+    # max(x, 0) - x t + log(1 + e^-|x|): never overflows, and its derivative is sigmoid(x) - t
+    tail = Node("log1p", (Node("exp", (Node("neg", (Node("abs", (a,)),)),)),))
+    return Node("add", (Node("sub", (Node("relu", (a,)), Node("mul", (a, b)))), tail))
+
+
+def _statistic(op: str):
+    def read(reader: _Reader, node: ast.Call, operands: list[ast.AST]) -> Node:
+        args = _arguments(reader, node, operands, ("input", "dim", "unbiased", "keepdim", "correction"),
+                          {"keepdim": False})
+        if "input" not in args or "dim" not in args:
+            raise Unsupported(f"line {node.lineno}: {op} without dim")
+        correction = 1
+        if "correction" in args:
+            correction = args["correction"].value
+        elif "unbiased" in args:
+            correction = 1 if args["unbiased"].value else 0
+        if not isinstance(correction, int) or isinstance(correction, bool):
+            raise Unsupported(f"line {node.lineno}: {op} correction")
+        return Node(op, (args["input"],), (("correction", const(correction)), ("dim", args["dim"]),
+                                           ("keepdim", args["keepdim"])))
+
+    return read
+
+
+def _arg_extreme(op: str):
+    def read(reader: _Reader, node: ast.Call, operands: list[ast.AST]) -> Node:
+        args = _arguments(reader, node, operands, ("input", "dim", "keepdim"), {"keepdim": False})
+        if "input" not in args or "dim" not in args or args["dim"].op != "const" or args["dim"].value is None:
+            raise Unsupported(f"line {node.lineno}: {op} without dim")
+        return Node(op, (args["input"],), (("dim", args["dim"]), ("keepdim", args["keepdim"])))
+
+    return read
+
+
+def _vector_norm(reader: _Reader, node: ast.Call, operands: list[ast.AST]) -> Node:
+    args = _arguments(reader, node, operands, ("x", "ord", "dim", "keepdim", "dtype"),
+                      {"ord": 2, "keepdim": False, "dtype": None})
+    if "x" not in args or "dim" not in args or args["ord"].value not in (2, 2.0) or args["dtype"].value is not None:
+        raise Unsupported(f"line {node.lineno}: vector_norm other than the 2-norm over a dim")
+    total = Node("sum", (Node("square", (args["x"],)),), (("dim", args["dim"]), ("keepdim", args["keepdim"])))
+    return Node("sqrt", (total,))
+
+
+def _where(reader: _Reader, node: ast.Call, operands: list[ast.AST]) -> Node:
+    """``torch.where(c, x, y)``; as a method ``x.where(c, y)`` the receiver is the first branch."""
+    method = _dotted(node.func.value) not in _NAMESPACES if isinstance(node.func, ast.Attribute) else False
+    args = _arguments(reader, node, operands, ("input", "condition", "other") if method else
+                      ("condition", "input", "other"), {})
+    if set(args) != {"condition", "input", "other"}:
+        raise Unsupported(f"line {node.lineno}: where without its three operands")
+    return Node("where", (args["condition"], args["input"], args["other"]))
+
+
+def _masked_fill(reader: _Reader, node: ast.Call, operands: list[ast.AST]) -> Node:
+    args = _arguments(reader, node, operands, ("input", "mask", "value"), {})
+    if set(args) != {"input", "mask", "value"}:
+        raise Unsupported(f"line {node.lineno}: masked_fill without its operands")
+    return Node("where", (args["mask"], args["value"], args["input"]))
+
+
+def _normalize(reader: _Reader, node: ast.Call, operands: list[ast.AST]) -> Node:
+    """``F.normalize(x, p=2, dim=d, eps=e)``: ``x / max(sqrt(sum(x², d, keepdim)), e)``, as PyTorch computes it."""
+    args = _arguments(reader, node, operands, ("input", "p", "dim", "eps", "out"),
+                      {"p": 2.0, "dim": 1, "eps": 1e-12, "out": None})
+    if "input" not in args or args["p"].value not in (2, 2.0) or args["out"].value is not None \
+            or not _number(args["eps"]):
+        raise Unsupported(f"line {node.lineno}: normalize other than the 2-norm")
+    x = args["input"]
+    total = Node("sum", (Node("square", (x,)),), (("dim", args["dim"]), ("keepdim", const(True))))
+    return Node("div", (x, Node("clamp", (Node("sqrt", (total,)),), (("max", const(None)), ("min", args["eps"])))))
+
+
+_LOSS_ARGS = ("input", "target", "size_average", "reduce", "reduction", "weight")
+_DESUGARED = {
+    "mse_loss": _loss(_mse, _LOSS_ARGS), "l1_loss": _loss(_l1, _LOSS_ARGS),
+    "huber_loss": _loss(_huber, ("input", "target", "reduction", "delta", "weight"), {"delta": 1.0}),
+    "smooth_l1_loss": _loss(_smooth_l1, ("input", "target", "size_average", "reduce", "reduction", "beta"),
+                            {"beta": 1.0}),
+    "binary_cross_entropy_with_logits": _loss(_bce_with_logits, ("input", "target", "weight", "size_average",
+                                                                 "reduce", "reduction", "pos_weight"),
+                                              {"pos_weight": None}),
+    "var": _statistic("var"), "std": _statistic("std"),
+    "argmax": _arg_extreme("argmax"), "argmin": _arg_extreme("argmin"),
+    "vector_norm": _vector_norm, "where": _where, "masked_fill": _masked_fill, "normalize": _normalize,
+}
+
+
+# ------------------------------------------------------------------------- in-place updates
+# An optimizer step is a sequence of in-place updates of its arguments (``exp_avg.mul_(b1).add_(g,
+# alpha=1 - b1)``); each reads as the out-of-place expression it computes, and the argument takes that
+# value (``ReferenceModel.mutations``). In-place calls on temporaries (``v.sqrt().add_(eps)``) are the
+# plain expressions.
+
+
+def _get(args: dict[str, Node], key: str, default: Any = None) -> Node:
+    if key in args:
+        return args[key]
+    if default is None:
+        raise Unsupported(f"an in-place update without {key}")
+    return const(default)
+
+
+def _scaled(scale: Node, value: Node) -> Node:
+    return value if scale.op == "const" and scale.value == 1 else Node("mul", (scale, value))
+
+
+_INPLACE: dict[str, tuple[tuple[str, ...], Any]] = {
+    "add_": (("other", "alpha"), lambda x, a: Node("add", (x, _scaled(_get(a, "alpha", 1), _get(a, "other"))))),
+    "sub_": (("other", "alpha"), lambda x, a: Node("sub", (x, _scaled(_get(a, "alpha", 1), _get(a, "other"))))),
+    "mul_": (("other",), lambda x, a: Node("mul", (x, _get(a, "other")))),
+    "div_": (("other",), lambda x, a: Node("div", (x, _get(a, "other")))),
+    "addcmul_": (("tensor1", "tensor2", "value"), lambda x, a: Node("add", (x, _scaled(
+        _get(a, "value", 1), Node("mul", (_get(a, "tensor1"), _get(a, "tensor2"))))))),
+    "addcdiv_": (("tensor1", "tensor2", "value"), lambda x, a: Node("add", (x, _scaled(
+        _get(a, "value", 1), Node("div", (_get(a, "tensor1"), _get(a, "tensor2"))))))),
+    "lerp_": (("end", "weight"), lambda x, a: Node("add", (x, Node("mul", (
+        _get(a, "weight"), Node("sub", (_get(a, "end"), x))))))),
+    "copy_": (("src",), lambda x, a: _get(a, "src")),
+    "sqrt_": ((), lambda x, a: Node("sqrt", (x,))),
+    "neg_": ((), lambda x, a: Node("neg", (x,))),
+}
+
+
+def _inplace_root(node: ast.AST) -> str | None:
+    """The name an in-place call updates: ``t`` in ``t.mul_(a).add_(b)``; None for temporaries."""
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in _INPLACE:
+        return _inplace_root(node.func.value)
+    return None

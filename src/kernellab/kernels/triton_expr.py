@@ -38,6 +38,25 @@ def _expm1(x):
         0.008333333333333333 + x * 0.001388888888888889)))))
     return tl.where(tl.abs(x) < 0.0625, small, tl.exp(x) - 1.0)
 ''',
+    "_powf": '''
+@triton.jit
+def _powf(a, g):
+    # a ** g for a number g, as torch.pow: exp(g log|a|), negated for negative a and odd whole g, NaN for
+    # negative a and fractional g, 1 for g = 0 (0 ** g: 0 above zero, inf below, from the logarithm)
+    gg = tl.zeros_like(a) + g
+    r = tl.exp(gg * tl.log(tl.abs(a)))
+    whole = tl.floor(gg) == gg
+    odd = whole & (tl.floor(gg * 0.5) * 2.0 != gg)
+    r = tl.where(a < 0.0, tl.where(whole, tl.where(odd, -r, r), float("nan")), r)
+    return tl.where(gg == 0.0, 1.0, r)
+''',
+    "_dpowf": '''
+@triton.jit
+def _dpowf(a, g):
+    # d a ** g / d a = g a ** (g - 1); 0 for g = 0 (as torch.pow's backward)
+    gg = tl.zeros_like(a) + g
+    return tl.where(gg == 0.0, 0.0, gg * _powf(a, gg - 1.0))
+''',
     "_log1p": '''
 @triton.jit
 def _log1p(x):
@@ -52,8 +71,12 @@ def _log1p(x):
 FLOPS = {"add": 1, "sub": 1, "mul": 1, "div": 1, "neg": 1, "pow": 2, "relu": 1, "sigmoid": 3, "tanh": 6,
          "exp": 1, "erf": 1, "expm1": 2, "log1p": 4, "log": 1, "rsqrt": 1, "sqrt": 1, "square": 1, "abs": 1,
          "clamp": 2, "gelu": 8, "silu": 4, "softplus": 6, "mish": 12, "hardswish": 5, "elu": 4,
-         "leaky_relu": 2, "maximum": 1, "minimum": 1}
+         "leaky_relu": 2, "maximum": 1, "minimum": 1, "sign": 2}
+COMPARISONS = {"gt": ">", "ge": ">=", "lt": "<", "le": "<="}
+FLOPS.update({op: 1 for op in COMPARISONS} | {"where": 1})
 ELEMENTWISE = frozenset(FLOPS)
+_ARITHMETIC = frozenset({"add", "sub", "mul", "div"})
+_POW_FORMULAS = (0.5, 1, 2, 3, -1, -0.5)  # exponents written as products or roots; others use _powf
 _SYMBOLS = {"add": "+", "sub": "-", "mul": "*", "div": "/"}
 
 
@@ -76,9 +99,28 @@ def is_elementwise(node: Node, leaf_ok: Callable[[Node], bool]) -> bool:
     """Whether ``node`` is made of emitter ops over leaves that ``leaf_ok`` accepts."""
     try:
         _check(node, leaf_ok)
+        _check_booleans(node, None)
     except NotElementwise:
         return False
     return True
+
+
+def _check_booleans(node: Node, parent: Node | None) -> None:
+    """Comparisons give 0/1 here but booleans in PyTorch: they may only be the condition of a ``where`` or
+    an operand of arithmetic beside a number-valued operand (which makes PyTorch's result a number too);
+    a boolean result, or arithmetic of booleans alone, is not modelled."""
+    if node.op in COMPARISONS:
+        if parent is None:
+            raise NotElementwise("a boolean result")
+        if parent.op == "where":
+            if parent.args[0] != node:
+                raise NotElementwise("a boolean branch of where")
+        elif parent.op not in _ARITHMETIC or all(a.op in COMPARISONS for a in parent.args):
+            raise NotElementwise(f"a boolean operand of {parent.op}")
+    if node.op == "where" and all(a.op in COMPARISONS for a in node.args[1:]):
+        raise NotElementwise("where of booleans")
+    for arg in node.args:
+        _check_booleans(arg, node)
 
 
 def _check(node: Node, leaf_ok: Callable[[Node], bool]) -> None:
@@ -102,8 +144,8 @@ def _check(node: Node, leaf_ok: Callable[[Node], bool]) -> None:
             _check(value, leaf_ok)
         else:
             raise NotElementwise(f"{node.op}({key}=...)")
-    if node.op == "pow" and (node.args[1].op != "const" or node.args[1].value not in (0.5, 1, 2, 3, -1, -0.5)):
-        raise NotElementwise("pow exponent")
+    if node.op == "pow" and node.args[1].op not in ("const", "scalar"):
+        raise NotElementwise("pow with a tensor exponent")
 
 
 def _num(value: float) -> str:
@@ -161,10 +203,15 @@ class TritonExpr:
             return f"{a} {_SYMBOLS[op]} {b}"
         if op in ("maximum", "minimum"):
             return f"tl.{op}({a}, {self.value(node.args[1])})"
+        if op in COMPARISONS or op in ("where", "sign"):
+            return self._logical(node, a)
         if op == "neg":
             return f"-{a}"
         if op == "pow":
             n = node.args[1].value
+            if node.args[1].op != "const" or n not in _POW_FORMULAS:
+                self.helpers.add("_powf")
+                return f"_powf({a}, {self.value(node.args[1])})"
             return {0.5: f"tl.sqrt({a})", 1: a, 2: f"{a} * {a}", 3: f"{a} * {a} * {a}", -1: f"1.0 / {a}",
                     -0.5: f"tl.rsqrt({a})"}[n]
         if op == "relu":
@@ -216,6 +263,15 @@ class TritonExpr:
             return f"tl.where({a} > 0.0, {a}, {a} * {slope})"
         raise NotElementwise(op)
 
+    def _logical(self, node: Node, a: str) -> str:
+        """Comparisons (0/1), ``where`` (its condition is 0/1 here: a comparison, or a boolean input loaded
+        as a number) and ``sign`` (``a * 0`` keeps NaN a NaN, as torch.sign does)."""
+        if node.op in COMPARISONS:
+            return f"tl.where({a} {COMPARISONS[node.op]} {self.value(node.args[1])}, 1.0, 0.0)"
+        if node.op == "where":
+            return f"tl.where({a} != 0.0, {self.value(node.args[1])}, {self.value(node.args[2])})"
+        return f"tl.where({a} > 0.0, 1.0, tl.where({a} < 0.0, -1.0, {a} * 0.0))"
+
     def _softplus(self, node: Node, a: str) -> str:
         self.helpers.add("_log1p")
         beta, threshold = self._kw(node, "beta", 1.0), self._kw(node, "threshold", 20.0)
@@ -261,10 +317,17 @@ class TritonExpr:
         if op == "neg":
             da = self.grad(node.args[0], wrt)
             return None if da is None else self._new(f"-{da}")
+        if op in COMPARISONS:
+            return None  # piecewise constant
+        if op == "where":
+            da, db = self.grad(node.args[1], wrt), self.grad(node.args[2], wrt)
+            if da is None and db is None:
+                return None
+            return self._new(f"tl.where({self.value(node.args[0])} != 0.0, {da or '0.0'}, {db or '0.0'})")
         da = self.grad(node.args[0], wrt)
         if da is None:
             return None
-        if op == "pow" and node.args[1].op != "const":
+        if op == "pow" and node.args[1].op not in ("const", "scalar"):
             raise NotElementwise("pow with a tensor exponent")
         if node not in self._local:
             self._local[node] = self._new(self._local_derivative(node))
@@ -289,9 +352,7 @@ class TritonExpr:
         if op in ("pow", "sigmoid", "tanh", "exp", "rsqrt", "sqrt"):
             y = self.value(node)  # only these use the op's own value
         if op == "pow":
-            n = node.args[1].value
-            return {0.5: f"0.5 / {y}", 1: "1.0", 2: f"2.0 * {a}", 3: f"3.0 * {a} * {a}", -1: f"-{y} * {y}",
-                    -0.5: f"-0.5 * {y} * {y} * {y}"}[n]
+            return self._pow_derivative(node, a, y)
         if op == "relu":
             return f"tl.where({a} > 0.0, 1.0, 0.0)"
         if op == "sigmoid":
@@ -347,7 +408,17 @@ class TritonExpr:
         if op == "leaky_relu":
             slope = self._kw(node, "negative_slope", 0.01)
             return f"tl.where({a} > 0.0, 1.0, {slope})"
+        if op == "sign":
+            return "0.0"
         raise NotElementwise(op)
+
+    def _pow_derivative(self, node: Node, a: str, y: str) -> str:
+        n = node.args[1].value
+        if node.args[1].op != "const" or n not in _POW_FORMULAS:
+            self.helpers.update({"_powf", "_dpowf"})
+            return f"_dpowf({a}, {self.value(node.args[1])})"
+        return {0.5: f"0.5 / {y}", 1: "1.0", 2: f"2.0 * {a}", 3: f"3.0 * {a} * {a}", -1: f"-{y} * {y}",
+                -0.5: f"-0.5 * {y} * {y} * {y}"}[n]
 
 
 def helper_source(names: set[str]) -> str:
