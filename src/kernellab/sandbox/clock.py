@@ -295,16 +295,21 @@ def time_calls(call: Callable[[int], Any], n_sets: int, plan: TimingPlan, *,
     ``_HOOK_PROBES`` more times on the last call's outputs with the device idle, to measure its own
     host cost (``EventTimes.hook_idle_us``). ``warmed_ms``: see ``_timed_loop``.
     """
-    if n_sets < 1:
-        raise ValueError("n_sets must be at least 1")
-    _require_cuda()
-    stream = stream if stream is not None else torch.cuda.current_stream()
-    device = stream.device
-    flusher = flusher_for(device) if plan.l2_flush else None
+    stream, device, flusher = _timing_setup(n_sets, plan, stream)
     with torch.cuda.device(device), torch.cuda.stream(stream):
         hook = None if after is None else (lambda j, out: after(j % n_sets, out))
         return _timed_loop(lambda j: call(j % n_sets), 1, "events", plan, flusher, stream, device,
                            hook, warmed_ms)
+
+
+def _timing_setup(n_sets: int, plan: TimingPlan, stream: Any) -> tuple[Any, Any, L2Flusher | None]:
+    """What both timing methods start from: the stream (default: the current one), its device, and
+    the plan's L2 flusher."""
+    if n_sets < 1:
+        raise ValueError("n_sets must be at least 1")
+    _require_cuda()
+    stream = stream if stream is not None else torch.cuda.current_stream()
+    return stream, stream.device, flusher_for(stream.device) if plan.l2_flush else None
 
 
 def time_graph(call: Callable[[int], Any], n_sets: int, plan: TimingPlan, *,
@@ -323,12 +328,7 @@ def time_graph(call: Callable[[int], Any], n_sets: int, plan: TimingPlan, *,
     (synchronising, host reads and allocations outside torch's allocator are not capturable);
     ``choose_and_time`` then falls back to events.
     """
-    if n_sets < 1:
-        raise ValueError("n_sets must be at least 1")
-    _require_cuda()
-    stream = stream if stream is not None else torch.cuda.current_stream()
-    device = stream.device
-    flusher = flusher_for(device) if plan.l2_flush else None
+    stream, device, flusher = _timing_setup(n_sets, plan, stream)
     with torch.cuda.device(device), torch.cuda.stream(stream):
         per_call_us = _eager_estimate(call, n_sets, stream, device)
         k = graph_rounds(per_call_us, n_sets) * n_sets
