@@ -44,6 +44,21 @@ _audit = sys.audit  # the guard's quick check after each candidate call (sandbox
 _CALL_RETURNED = sandbox_guard.CALL_RETURNED
 # Bound before any candidate code runs: a timing round turns the cyclic collector off with these.
 _gc_disable, _gc_enable, _gc_isenabled = gc.disable, gc.enable, gc.isenabled
+# The tensor and module methods the harness calls on what the candidate holds, taken from their
+# classes before any candidate code runs. A plain tensor has an instance ``__dict__``: ``y.detach =
+# f`` overrides the method for ``y.detach()`` while ``type(y)`` stays exactly ``torch.Tensor``, and
+# the harness's copies of outputs (after a call's end event) or loading of inputs (before its start)
+# then ran candidate code outside the events. Called through the class, an instance attribute is
+# never consulted. (A ``ModelNew``'s own methods, ``named_parameters`` among them, are asked only before
+# a round's first loading.)
+_detach, _clone = torch._C.TensorBase.detach, torch._C.TensorBase.clone
+_copy_into, _set_requires_grad = torch._C.TensorBase.copy_, torch._C.TensorBase.requires_grad_
+_untyped_storage, _storage_ptr = torch._C.TensorBase.untyped_storage, torch.UntypedStorage.data_ptr
+_named_parameters = torch.nn.Module.named_parameters
+
+
+def _copy_of(t: torch.Tensor) -> torch.Tensor:
+    return _clone(_detach(t))
 _synchronize = torch.cuda.synchronize
 _thread_count = threading.active_count
 
@@ -93,8 +108,7 @@ class Received:
                 self.add(item, keep)
 
     def holds(self, t: torch.Tensor) -> bool:
-        storage = t.untyped_storage()
-        ptr = storage.data_ptr()
+        ptr = _storage_ptr(_untyped_storage(t))
         if ptr == 0:
             return False
         ref = self.refs.get(ptr)
@@ -103,7 +117,7 @@ class Received:
     def own(self, t: Any) -> Any:
         """``t`` if this process may send it, else a copy (it is memory the judge sent)."""
         if isinstance(t, torch.Tensor) and self.holds(t):
-            return t.detach().clone()
+            return _copy_of(t)
         return t
 
     def release(self) -> None:
@@ -229,9 +243,9 @@ class Harness:
             wrt = [x for x, name in zip(inputs, forward_input_names(module)) if name in grad_inputs
                    and isinstance(x, torch.Tensor) and x.is_floating_point()]
             for x in wrt:
-                x.requires_grad_(True)
+                _set_requires_grad(x, True)
             outputs = [t for t in flatten_outputs(model(*inputs)) if isinstance(t, torch.Tensor) and t.requires_grad]
-            params = [p for p in model.parameters() if p.requires_grad]
+            params = [p for _, p in _grad_params(model)]
             if outputs and wrt + params:
                 torch.autograd.grad(outputs, wrt + params, [torch.randn_like(t) for t in outputs],
                                     allow_unused=True)
@@ -316,7 +330,8 @@ class Harness:
             self.timer, self.timer_row = round_clock.RoundTimer(device=self.device), row
             self.live = []
         wrt_idx = backward["wrt"] if backward is not None else None
-        params = [p for p in model.parameters() if p.requires_grad] if wrt_idx is not None else []
+        named = _grad_params(model) if wrt_idx is not None else []  # once, before any loading
+        params = [p for _, p in named]
         # The calls read inputs of this process's own, into which each slot's values are copied on the
         # stream right before its call (``load``): the judge's memory holding them is never handed to
         # the candidate, and no moment before a call holds that call's values.
@@ -324,7 +339,7 @@ class Harness:
             source = slots[len(self.live)]
             inputs = [torch.empty_like(t) if isinstance(t, torch.Tensor) else t for t in source["inputs"]]
             for j in wrt_idx or []:
-                inputs[j].requires_grad_(True)
+                _set_requires_grad(inputs[j], True)
             grads = [torch.empty_like(g) for g in source["grad_outputs"]] if source.get("grad_outputs") else None
             self.live.append({"inputs": inputs, "grad_outputs": grads})
         live = self.live
@@ -333,9 +348,9 @@ class Harness:
             with torch.no_grad():
                 for mine, theirs in zip(live[i]["inputs"], slots[i]["inputs"]):
                     if isinstance(mine, torch.Tensor):
-                        mine.copy_(theirs)
+                        _copy_into(mine, theirs)
                 for mine, theirs in zip(live[i]["grad_outputs"] or [], slots[i].get("grad_outputs") or []):
-                    mine.copy_(theirs)
+                    _copy_into(mine, theirs)
 
         def launch(i: int) -> Any:
             args = live[i]["inputs"]
@@ -357,12 +372,12 @@ class Harness:
             _audit(_CALL_RETURNED)  # after the call's end event: a rebinding it left behind ends the child
             outputs, grads = (out, None) if wrt_idx is None else out
             args = live[i]["inputs"]
-            copied = {"outputs": [t.detach().clone() for t in outputs],
-                      "mutated": [args[j].detach().clone() for j in mutated], "grads": None}
+            copied = {"outputs": [_copy_of(t) for t in outputs],
+                      "mutated": [_copy_of(args[j]) for j in mutated], "grads": None}
             if grads is not None:
-                grads = [None if g is None else g.detach().clone() for g in grads]
+                grads = [None if g is None else _copy_of(g) for g in grads]
                 copied["grads"] = {"inputs": grads[:len(wrt_idx)],
-                                   "params": {n: g for (n, _), g in zip(_grad_params(model), grads[len(wrt_idx):])}}
+                                   "params": {n: g for (n, _), g in zip(named, grads[len(wrt_idx):])}}
             return copied
 
         self.timer.warm(warm_ms)
@@ -396,7 +411,7 @@ class Harness:
         wrt_idx = call.get("wrt")
         if wrt_idx is not None:
             for j in wrt_idx:
-                inputs[j].requires_grad_(True)
+                _set_requires_grad(inputs[j], True)
         context = oplog if oplog is not None else _null()
         with context:
             if wrt_idx is None:
@@ -408,7 +423,7 @@ class Harness:
         flat = plain_outputs(out)  # before anything else touches them: no candidate code runs in the walk
         grads = None
         if wrt_idx is not None:
-            params = [p for p in model.parameters() if p.requires_grad]
+            params = [p for _, p in _grad_params(model)]
             wrt = [inputs[j] for j in wrt_idx] + params
             with context:
                 got = plain.plain_gradients(torch.autograd.grad([t for t in flat if t.requires_grad], wrt,
@@ -424,11 +439,11 @@ class Harness:
         # Copies: the judge must see what the output held when the call returned, not later writes
         # (a deferred kernel, a later call of the same request). They are also what makes an output
         # that is an input, or a view of one, sendable.
-        sendable = [t.detach().clone() if isinstance(t, torch.Tensor) else t for t in flat]
+        sendable = [_copy_of(t) if isinstance(t, torch.Tensor) else t for t in flat]
         self.keep.append(sendable)
         # On the CPU the judge cannot see this process's copies of the inputs: send them back so it
         # can check for mutation. On the GPU the inputs are the judge's own memory.
-        after = [t.detach() if isinstance(t, torch.Tensor) else t for t in inputs] if self.device == "cpu" else None
+        after = [_detach(t) if isinstance(t, torch.Tensor) else t for t in inputs] if self.device == "cpu" else None
         return {"outputs": sendable, "types": types, "grads": grads, "inputs_after": after,
                 "grad_outputs_after": call.get("grad_outputs") if after is not None else None}
 
@@ -446,7 +461,7 @@ class Harness:
                         and old.dtype == new.dtype and old.device == new.device:
                     if old.data_ptr() != new.data_ptr():
                         with torch.no_grad():
-                            old.requires_grad_(False).copy_(new)
+                            _copy_into(_set_requires_grad(old, False), new)
                     reused.append(old)
                 else:
                     reused.append(new)
@@ -536,7 +551,7 @@ def _autotune_without_benchmarks() -> None:
 
 
 def _grad_params(model: torch.nn.Module):
-    return [(n, p) for n, p in model.named_parameters() if p.requires_grad]
+    return [(n, p) for n, p in _named_parameters(model) if p.requires_grad]
 
 
 class _null:
