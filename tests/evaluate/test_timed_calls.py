@@ -260,3 +260,37 @@ def test_the_seen_timing_rows_always_have_a_traced_round_and_a_quarter_on_averag
     assert 0.8 * 18 * TIMED_TRACE_SHARE < mean < 1.3 * 18 * TIMED_TRACE_SHARE
     holdout = [_traced_rows(1, at_least_one=False) for _ in range(400)]
     assert 0 < sum(bool(rows) for rows in holdout) < 200  # a quarter of holdout rows, none forced
+
+
+class _CountedRounds:
+    """A row of rounds whose calls all take 10 µs: which rounds ``Rounds.run`` traces, and whether a
+    traced round's times ever become samples (they must not: the profiler slows the calls)."""
+
+    def __init__(self, trace_at: int):
+        from types import SimpleNamespace
+
+        from kernellab.evaluate.rounds import Rounds
+        from kernellab.sandbox.round_clock import RoundTimes
+        from kernellab.sandbox.timing_stats import TimingPlan
+
+        log = self.log = []
+
+        class Row(Rounds):
+            def traced_round(self, rounds: int) -> int | None:
+                return trace_at
+
+            def one_round(self, method, warm_ms=0.0, peak=False, trace=False):
+                log.append(trace)
+                return RoundTimes("events", [1e6 if trace else 10.0] * 4, 4, 0.001, 10.0, 10.0)
+
+        self.row = Row(SimpleNamespace(slots=[None] * 4), TimingPlan(warmup_ms=0.0, min_samples=20))
+
+
+@pytest.mark.parametrize("trace_at, traced_index", [(1, 2), (100, None)])
+def test_a_traced_timing_round_is_never_a_sample_and_a_row_that_ends_first_is_traced_after(trace_at, traced_index):
+    counted = _CountedRounds(trace_at)
+    times, stats, _ = counted.row.run("events")
+    assert counted.log.count(True) == 1  # exactly one traced round per traced row
+    where = counted.log.index(True)
+    assert where == (traced_index if traced_index is not None else len(counted.log) - 1)  # else after the last
+    assert stats.median == 10.0 and max(times.samples_us) == 10.0  # its 1e6 µs calls are not samples

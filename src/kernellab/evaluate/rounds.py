@@ -57,8 +57,10 @@ class Rounds:
         """Called when the rounds' means were taken as the samples."""
 
     def traced_round(self, rounds: int) -> int | None:
-        """Which timed round (0-based, among the first ``rounds``, all of which run) to trace, if any:
-        its calls are checked as every round's, its times are not samples."""
+        """Which timed round (0-based) to trace, if any, given the ``rounds`` a row takes at the least:
+        its calls are checked as every round's, its times are not samples. A row that stops before it
+        gets a traced round after its last sample, so a candidate that counts rounds cannot wait the
+        tracing out."""
         return None
 
     def run(self, method: str | None = None) -> tuple[EventTimes, SampleStats, int | None] | None:
@@ -103,6 +105,8 @@ class Rounds:
             if reason is None and (len(rounds) >= MAX_ROUNDS
                                    or time.perf_counter() - started > JUDGE_BUDGET_FACTOR * self.plan.budget_s):
                 reason = "budget"
+        if trace_at is not None and index <= trace_at and self.one_round(method, trace=True) is None:
+            return None  # the row stopped before its drawn round: traced after its last sample instead
         if method == "events":
             stats, concentrated = round_statistic([r.samples_us for r in rounds], seed=self.seed)
             if concentrated:

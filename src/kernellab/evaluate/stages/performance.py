@@ -327,10 +327,12 @@ class TimedRounds(Rounds):
     def traced_round(self, rounds: int) -> int | None:
         """For a traced row on a GPU (``_traced_rows``), one timed round drawn from the secret source
         the values come from (the candidate cannot know which): the policy's evidence covers timed
-        calls as it covers the checks'. Any of the first ``rounds``, all of which run."""
+        calls as it covers the checks'. Drawn from twice the rounds a row takes at the least; one past
+        the row's end is traced after its last sample (``Rounds.run``): counting the rounds, a
+        candidate that turns to library kernels after the first few is still traced doing it."""
         if not self.traced or self.ctx.session.device != "cuda":
             return None
-        return secrets.randbelow(max(1, rounds))
+        return secrets.randbelow(2 * max(1, rounds))
 
     def one_round(self, method: str, warm_ms: float = 0.0, peak: bool = False,
                   trace: bool = False) -> RoundTimes | None:
