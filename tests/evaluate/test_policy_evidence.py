@@ -59,3 +59,14 @@ def test_a_traced_timing_round_charges_each_calls_span_and_compute_between_them(
     between = [rec(END), rec(OWN), rec(END), rec(ADD), rec(END), rec(OWN), rec(END)]
     assert [r.name for r in span_records(between, IDENTITY)] == [OWN, ADD, OWN]
     assert [r.name for r in candidate_records(honest, IDENTITY)] != [OWN, OWN]  # a check's rule would charge the loads
+
+
+def test_a_kernel_of_the_candidates_named_like_the_marker_is_its_work_not_a_marker():
+    own_marker = f"void my_kernel{OWN_SUFFIX}<at::native::{END_MARKER} >(float*)"
+    identity = OwnIdentity(frozenset({OWN, "my_kernel" + OWN_SUFFIX}))
+    def rec(name: str) -> KernelRecord:
+        return KernelRecord(name=name, stream=7, duration_us=10.0)
+
+    records = [rec(END), rec(OWN), rec(own_marker), rec(CLONE), rec(END)]
+    assert [r.name for r in span_records(records, identity)] == [OWN, own_marker, CLONE]
+    assert own_marker in [r.name for r in candidate_records(records, identity)]

@@ -76,13 +76,19 @@ def candidate_records(records: list[KernelRecord], identity: OwnIdentity) -> lis
     and after it only compute (kernels that are not data movement), since what follows is the
     harness copying outputs and gradients to send them; a candidate's work deferred past the marker
     is still judged. Without a marker (an older child), every record."""
-    ends = [i for i, r in enumerate(records) if END_MARKER in r.name]
+    ends = [i for i, r in enumerate(records) if _is_marker(r, identity)]
     if not ends:
         return records
     last = ends[-1]
     kept = [r for i, r in enumerate(records[:last]) if i not in ends]
     moving = (Origin.DATA_MOVEMENT, Origin.MEMCPY, Origin.TO_HOST)
     return kept + [r for r in records[last + 1:] if kernel_origin(r.name, identity) not in moving]
+
+
+def _is_marker(record: KernelRecord, identity: OwnIdentity) -> bool:
+    """An end-of-call marker: torch's own fill of 16-bit integers. A kernel of the candidate's whose
+    name holds the marker's (a template argument ``FillFunctor<short>``) is its work, never a marker."""
+    return END_MARKER in record.name and kernel_origin(record.name, identity) is Origin.DATA_MOVEMENT
 
 
 def span_records(records: list[KernelRecord], identity: OwnIdentity) -> list[KernelRecord]:
@@ -93,7 +99,7 @@ def span_records(records: list[KernelRecord], identity: OwnIdentity) -> list[Ker
     moving = (Origin.DATA_MOVEMENT, Origin.MEMCPY, Origin.TO_HOST)
     kept, inside = [], False
     for r in records:
-        if END_MARKER in r.name:
+        if _is_marker(r, identity):
             inside = not inside
         elif inside or kernel_origin(r.name, identity) not in moving:
             kept.append(r)
