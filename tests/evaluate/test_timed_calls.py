@@ -294,3 +294,49 @@ def test_a_traced_timing_round_is_never_a_sample_and_a_row_that_ends_first_is_tr
     where = counted.log.index(True)
     assert where == (traced_index if traced_index is not None else len(counted.log) - 1)  # else after the last
     assert stats.median == 10.0 and max(times.samples_us) == 10.0  # its 1e6 µs calls are not samples
+
+
+LIBRARY_IN_TIMED_ROUNDS = '''
+import weakref
+
+import torch.nn as nn
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def _add(a_ptr, b_ptr, c_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    tl.store(c_ptr + offs, tl.load(a_ptr + offs, mask=mask) + tl.load(b_ptr + offs, mask=mask), mask=mask)
+
+
+def _library(self, other):
+    return self.add(other)
+
+
+_SEEN = {}
+
+
+class ModelNew(nn.Module):
+    def forward(self, a, b):
+        first = _SEEN.get(id(a)) is None or _SEEN[id(a)]() is not a
+        _SEEN[id(a)] = weakref.ref(a)
+        if first and a._version > 0:  # new to it, yet already loaded by copy_: a timing round's input
+            return _library(a, b)
+        c = a.new_empty(a.shape)
+        if a.numel():
+            _add[(triton.cdiv(a.numel(), 1024),)](a, b, c, a.numel(), BLOCK=1024)
+        return c
+'''
+
+
+def test_the_cpu_dry_run_of_the_timed_calls_is_policy_evidence(tmp_path):
+    """Without a GPU every call of the timing stage's dry run runs under the op log, as checked calls
+    do: library compute on the timed calls only is a strict task's ``policy`` violation in ``timing``."""
+    path = tmp_path / "library_in_timed_rounds.py"
+    path.write_text(LIBRARY_IN_TIMED_ROUNDS)
+    with EvalSession(load_task(ADVERSARIAL / "tasks" / "vector_add"), EvalOptions(**OPTIONS)) as session:
+        verdict = session.evaluate(path)
+    assert verdict.failed_stage is not None and verdict.failed_stage.value == "timing", verdict.error
+    assert "policy" in verdict.violation_kinds() and "[timed calls]" in verdict.error, verdict.error

@@ -352,8 +352,26 @@ class Harness:
                 for mine, theirs in zip(live[i]["grad_outputs"] or [], slots[i].get("grad_outputs") or []):
                     _copy_into(mine, theirs)
 
+        # Without a GPU every call of the round runs under the op log, as a checked call does: the
+        # dry run's calls are policy evidence too (nothing else of a round is judged on the CPU).
+        oplog = OpLog(self.launches) if self.device == "cpu" else None
+        launch_log = getattr(self, "launch_log", None) if oplog is not None else None
+        if launch_log is not None:
+            take_calls(launch_log)
+        logged = oplog if oplog is not None else _null()
+
         def launch(i: int) -> Any:
             args = live[i]["inputs"]
+            if launch_log is not None:
+                start_call(launch_log)
+            try:
+                with logged:
+                    return _call(args, live[i]["grad_outputs"])
+            finally:
+                if launch_log is not None:
+                    end_call(launch_log)
+
+        def _call(args: list[Any], grad_outputs: Any) -> Any:
             if wrt_idx is None:
                 with torch.no_grad():
                     out = model(*args)
@@ -363,8 +381,7 @@ class Harness:
             _gc_disable()
             flat = plain_outputs(out)
             wrt = [args[j] for j in wrt_idx] + params
-            grads = torch.autograd.grad([t for t in flat if t.requires_grad], wrt, live[i]["grad_outputs"],
-                                        allow_unused=True)
+            grads = torch.autograd.grad([t for t in flat if t.requires_grad], wrt, grad_outputs, allow_unused=True)
             _gc_disable()
             return flat, plain.plain_gradients(grads)
 
@@ -401,8 +418,14 @@ class Harness:
                 times, snaps = self.timer.events(launch, snapshot, len(slots), peak=peak, load=load, traced=traced)
         finally:
             trace = _stop_profiler(profiler) if profiler is not None else None
-        return {"times": times.to_dict(), "results": snaps, "threads": _thread_count() - self.base_threads,
-                "trace": trace}
+        reply = {"times": times.to_dict(), "results": snaps, "threads": _thread_count() - self.base_threads,
+                 "trace": trace}
+        if oplog is not None:  # the CPU's evidence of every call, as ``op_run`` sends it
+            reply.update(ops=oplog.ops, ops_in_kernels=oplog.ops_in_kernels, hand_outs=oplog.hand_outs,
+                         moved_bytes=oplog.moved_bytes, compiled_graphs=compiled_graphs(),
+                         launches=take_calls(launch_log) if launch_log is not None else None,
+                         interpreted_kernels=sorted(self.launches.names) if self.launches else None)
+        return reply
 
     # -------------------------------------------------------------------------------- internals
 

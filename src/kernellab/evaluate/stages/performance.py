@@ -23,7 +23,7 @@ from kernellab.evaluate import seeds
 from kernellab.evaluate.baselines import baseline_times, eager_peak_mem_bytes
 from kernellab.evaluate.checking import OUTPUT_CONTRACT_ERROR
 from kernellab.evaluate.gpu_sharing import exclusive
-from kernellab.evaluate.policy_evidence import judge_traced_calls, largest_input_bytes
+from kernellab.evaluate.policy_evidence import judge_traced_calls, largest_input_bytes, request_violations
 from kernellab.evaluate.reference import Case
 from kernellab.evaluate.roofline import roofline, task_bytes, task_flops
 from kernellab.evaluate.rounds import Rounds
@@ -357,6 +357,9 @@ class TimedRounds(Rounds):
             log.info("graph capture failed (%s); timing with events", value["capture_failed"])
             return None
         times = RoundTimes.from_dict(value["times"])
+        if ctx.session.device == "cpu":  # the dry run's calls, each under the op log
+            for v in request_violations(ctx, value, f"{self.label} [timed calls]", slots.case.inputs):
+                ctx.violate(v.kind, v.detail)
         if trace:
             for v in judge_traced_calls(ctx, value.get("trace") or [], where=f"{self.label} [a traced timing round]",
                                         calls=len(slots.slots), input_bytes=largest_input_bytes(slots.case.inputs),
