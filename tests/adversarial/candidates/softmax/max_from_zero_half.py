@@ -35,6 +35,9 @@ def _softmax(x_ptr, y_ptr, stride, N, START, BLOCK_N: tl.constexpr):
 
 
 class ModelNew(nn.Module):
+    def __init__(self):
+        super().__init__()
+
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         x = x.contiguous()
         M, N = x.shape

@@ -23,6 +23,9 @@ def _add(a_ptr, b_ptr, c_ptr, n, BLOCK: tl.constexpr):
 
 
 class ModelNew(nn.Module):
+    def __init__(self):
+        super().__init__()
+
     def forward(self, a, b):
         c = torch.empty_like(a)
         real_detach = torch.Tensor.detach.__get__(c)

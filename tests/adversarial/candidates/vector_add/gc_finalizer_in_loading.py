@@ -94,6 +94,9 @@ def _on_collect():
 
 
 class ModelNew(nn.Module):
+    def __init__(self):
+        super().__init__()
+
     def forward(self, a, b):
         entry = _SEEN.get(id(a))
         if entry is not None and entry[0]() is not a:

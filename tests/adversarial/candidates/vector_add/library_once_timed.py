@@ -32,6 +32,9 @@ _SIGHTINGS = {}
 
 
 class ModelNew(nn.Module):
+    def __init__(self):
+        super().__init__()
+
     def forward(self, a, b):
         key = (id(a), id(b))
         seen = _SIGHTINGS.get(key)
