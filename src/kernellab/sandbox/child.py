@@ -308,22 +308,17 @@ class Harness:
         copied after each call like outputs. The judge checks every call's copies; this process only
         measures and copies. A row's clock (spacer sizing, captured graph) is kept across its rounds.
         """
-        collecting = _gc_isenabled()
-        _gc_disable()  # no collection - no candidate finalizer - between a call's loading and its start
-        try:
-            return self._time_round(key, row, slots, method, backward, mutated, warm_ms, peak, profile)
-        finally:
-            if collecting:
-                _gc_enable()
+        return self._time_round(key, row, slots, method, backward, mutated, warm_ms, peak, profile)
 
     def _time_round(self, key: str, row: str, slots: list[dict[str, Any]], method: str,
                     backward: dict[str, Any] | None, mutated: list[int], warm_ms: float,
                     peak: bool, profile: bool) -> dict[str, Any]:
-        """``op_time_round`` with the cyclic collector off. Candidate code runs only inside its calls:
-        the collector stays off (a call that turns it on is undone as it returns, before anything
-        else), and every object a call returned lives until the round's device work is done
-        (``round_clock``), so no finalizer or weakref callback of the candidate's runs in the harness's
-        loading, flushing or copying, where work would be outside the events yet see the fresh values."""
+        """``op_time_round``, run with the cyclic collector off (as every request is, ``main``).
+        Candidate code runs only inside its calls: the collector stays off (a call that turns it on
+        is undone as it returns, before anything else), and every object a call returned lives until
+        the round's device work is done (``round_clock``), so no finalizer or weakref callback of the
+        candidate's runs in the harness's loading, flushing or copying, where work would be outside
+        the events yet see the fresh values."""
         model = self.models[key]
         self.received.add([(slot["inputs"], slot.get("grad_outputs")) for slot in slots], keep=True)
         if self.timer is None or self.timer_row != row:
@@ -442,6 +437,7 @@ class Harness:
                     out = model(*inputs)
             else:
                 out = model(*inputs)
+        _gc_disable()  # a call that turned the collector on is undone before the harness goes on
         _audit(_CALL_RETURNED)
         flat = plain_outputs(out)  # before anything else touches them: no candidate code runs in the walk
         grads = None
@@ -685,6 +681,11 @@ def main(fd: int, spec: dict[str, Any]) -> int:
             return 0
         started = _perf_counter()
         compiled_before = harness.compile_seconds[0]
+        # The cyclic collector is off while a request runs: a finalizer of the candidate's garbage
+        # then never runs inside the harness's work (loading values, copying outputs), only between
+        # requests, when the next request's values are not in this process yet.
+        collecting = _gc_isenabled()
+        _gc_disable()
         try:
             with profiler:
                 value = getattr(harness, f"op_{op}")(**request)
@@ -697,6 +698,8 @@ def main(fd: int, spec: dict[str, Any]) -> int:
             reply = {"ok": False, "error": _describe(exc), "exc_type": type(exc).__name__,
                      "traceback": traceback.format_exc()[-4000:],
                      "interpreter_gap": interpreter_gap.classify(exc) if harness.interpret else None}
+        if collecting:
+            _gc_enable()
         check()  # what the answer is built and sent with was not rebound
         reply["token"] = token
         reply["seconds"] = _perf_counter() - started
