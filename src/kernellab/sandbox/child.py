@@ -307,18 +307,14 @@ class Harness:
         input indices}`` or None. ``mutated``: indices of the inputs the task updates in place,
         copied after each call like outputs. The judge checks every call's copies; this process only
         measures and copies. A row's clock (spacer sizing, captured graph) is kept across its rounds.
-        """
-        return self._time_round(key, row, slots, method, backward, mutated, warm_ms, peak, profile)
 
-    def _time_round(self, key: str, row: str, slots: list[dict[str, Any]], method: str,
-                    backward: dict[str, Any] | None, mutated: list[int], warm_ms: float,
-                    peak: bool, profile: bool) -> dict[str, Any]:
-        """``op_time_round``, run with the cyclic collector off (as every request is, ``main``).
-        Candidate code runs only inside its calls: the collector stays off (a call that turns it on
-        is undone as it returns, before anything else), and every object a call returned lives until
-        the round's device work is done (``round_clock``), so no finalizer or weakref callback of the
-        candidate's runs in the harness's loading, flushing or copying, where work would be outside
-        the events yet see the fresh values."""
+        Run with the cyclic collector off (as every request is, ``main``), candidate code runs only
+        inside its calls: the collector stays off (a call that turns it on is undone as it returns,
+        before anything else), and every object a call returned lives until the round's device work
+        is done (``round_clock``), so no finalizer or weakref callback of the candidate's runs in the
+        harness's loading, flushing or copying, where work would be outside the events yet see the
+        fresh values.
+        """
         model = self.models[key]
         self.received.add([(slot["inputs"], slot.get("grad_outputs")) for slot in slots], keep=True)
         if self.timer is None or self.timer_row != row:
