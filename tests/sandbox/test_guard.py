@@ -147,6 +147,12 @@ REBINDINGS = {
                       "process_escape", "class torch.Tensor: sum was added"),
     "import_hook": ("import sys\nclass Finder:\n    def find_spec(self, *a):\n        return None\n"
                     "vars(sys)['meta_path'].insert(0, Finder())\n", "process_escape", "sys.meta_path was changed"),
+    # Another module object where a library's was: every import the harness runs later would find it.
+    "module_object": ("import sys, types\nfake = types.ModuleType('torch.multiprocessing.reductions')\n"
+                      "vars(sys)['modules']['torch.multiprocessing.reductions'] = fake\n", "process_escape",
+                      "sys.modules['torch.multiprocessing.reductions'] was replaced"),
+    "module_object_cold": ("import sys, types\nsys.modules['json.decoder'] = types.ModuleType('json.decoder')\n",
+                           "process_escape", "sys.modules['json.decoder'] was replaced"),
 }
 
 

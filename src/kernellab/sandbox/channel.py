@@ -17,6 +17,9 @@ import time
 from typing import Any
 
 import torch
+# Bound at import, before any candidate runs: an import inside ``reducer_override`` would resolve
+# through ``sys.modules`` at every send, after the candidate's code (``integrity._bound_modules``).
+from torch.multiprocessing.reductions import reduce_tensor
 
 MAX_MESSAGE_BYTES = 4 << 30
 _HEADER = struct.Struct("!Q")
@@ -51,8 +54,6 @@ class _Pickler(pickle.Pickler):
         if isinstance(obj, torch.Tensor):
             tensor = obj.detach()
             if tensor.is_cuda:
-                from torch.multiprocessing.reductions import reduce_tensor
-
                 return reduce_tensor(tensor)
             contiguous = tensor.contiguous()
             raw = contiguous.reshape(-1).view(torch.uint8).numpy().tobytes() if contiguous.numel() else b""

@@ -23,6 +23,7 @@ import traceback
 from typing import Any
 
 import torch
+from torch.profiler import ProfilerActivity, profile  # not imported per request: see integrity._bound_modules
 
 from kernellab.sandbox import guard as sandbox_guard
 from kernellab.sandbox import plain, round_clock  # bind the timers before candidate code runs
@@ -578,8 +579,6 @@ class _null:
 
 
 def _start_profiler():
-    from torch.profiler import ProfilerActivity, profile
-
     prof = profile(activities=[ProfilerActivity.CUDA])
     prof.__enter__()
     mark_launch_stream()
@@ -666,6 +665,7 @@ def main(fd: int, spec: dict[str, Any]) -> int:
         # Echoed in the answer: a message the candidate writes to the channel itself lacks it.
         token = request.pop("token", None)
         op = request.pop("op")
+        profiler.__enter__()  # the guard's checks and the send (CUDA IPC handles) count too
         check()  # nothing that ran since the last answer (a destructor, a thread) rebound anything
         if op == "exit":
             profiler.write()
@@ -683,8 +683,7 @@ def main(fd: int, spec: dict[str, Any]) -> int:
         collecting = _gc_isenabled()
         _gc_disable()
         try:
-            with profiler:
-                value = getattr(harness, f"op_{op}")(**request)
+            value = getattr(harness, f"op_{op}")(**request)
             reply = {"ok": True, "value": value}
         except BaseException as exc:  # noqa: BLE001 - candidate code may raise anything
             check()  # formatting the traceback runs library code: verified first
@@ -707,3 +706,4 @@ def main(fd: int, spec: dict[str, Any]) -> int:
         except Exception as exc:  # noqa: BLE001 - e.g. an output that cannot be sent: say what
             channel.send({"ok": False, "error": f"the candidate's result cannot be sent: {_describe(exc)}",
                           "exc_type": type(exc).__name__, "token": token})
+        profiler.__exit__(None, None, None)

@@ -49,6 +49,9 @@ _HOT_MODULES = frozenset({"builtins", "time", "numpy", "torch", "torch._C", "tor
                           "torch.cuda.graphs", "torch.autograd", "torch.autograd.grad_mode", "torch.overrides",
                           "torch.utils._python_dispatch", "torch.nn.modules.module", "torch._tensor",
                           "torch.profiler", "torch.profiler.profiler", "torch.autograd.profiler"})
+# What the child's answer is sent with (``channel``): compared after every call, as the hot ones are.
+_SEND_MODULES = frozenset({"pickle", "copyreg", "io", "socket", "struct", "torch.multiprocessing",
+                           "torch.multiprocessing.reductions", "torch.storage"})
 # Rebound by their own library while it runs: Triton's interpreter swaps triton.language's builtins
 # for interpreted ones around every launch (and, for a @triton.jit helper called from a kernel, leaves
 # them swapped: triton 3.6-3.9). The harness runs nothing from them.
@@ -68,7 +71,7 @@ Probe = tuple  # (label, C function, args, expected, hot)
 class Record:
     """The namespaces and state the verifier compares, kept as plain lists (no attribute lookups)."""
 
-    __slots__ = ("entries", "by_dict", "modules", "tags", "probes", "lists")
+    __slots__ = ("entries", "by_dict", "modules", "tags", "probes", "lists", "bound")
 
     def __init__(self, tags: bool):
         self.entries: list[list[Any]] = []
@@ -77,6 +80,8 @@ class Record:
         self.tags = tags
         self.probes: list[Probe] = []
         self.lists: list[tuple[str, list, tuple]] = []
+        # (names, modules, hot) as ``sys.modules`` maps them when the guard is armed
+        self.bound: tuple[tuple[str, ...], tuple[Any, ...], tuple[str, ...], tuple[Any, ...]] = ((), (), (), ())
 
 
 def version_tags_work() -> bool:
@@ -136,7 +141,21 @@ def refresh(rec: Record | None, after_probes: list[Probe]) -> Record:
     rec.probes = _state_probes() + after_probes
     rec.lists = [("sys.meta_path", sys.meta_path, tuple(sys.meta_path)),
                  ("sys.path_hooks", sys.path_hooks, tuple(sys.path_hooks))]
+    rec.bound = _bound_modules()
     return rec
+
+
+def _bound_modules() -> tuple[tuple[str, ...], tuple[Any, ...], tuple[str, ...], tuple[Any, ...]]:
+    """Which module object each name of ``sys.modules`` is bound to now: every name, and the hot ones.
+
+    An ``import`` the harness runs after the candidate (a function-level import, the unpickler's
+    lookup of a rebuild function) resolves through ``sys.modules``; a module object put in a library
+    module's place there runs the candidate's code in the harness's stead while every recorded
+    namespace stays as it was. A name that is missing is fine (a later import runs the library's own
+    file, through the import hooks the verifier compares); a name bound to another object is not."""
+    names = tuple(sorted(n for n, m in list(sys.modules.items()) if type(getattr(m, "__dict__", None)) is dict))
+    hot = tuple(n for n in names if n in _HOT_MODULES or n in TIMING_MODULES or n in _SEND_MODULES)
+    return names, tuple(sys.modules[n] for n in names), hot, tuple(sys.modules[n] for n in hot)
 
 
 def _add(rec: Record, label: str, d: dict[str, Any], owner: str, is_class: bool) -> None:
@@ -147,7 +166,7 @@ def _add(rec: Record, label: str, d: dict[str, Any], owner: str, is_class: bool)
     # Libraries keep mutable state in class attributes too (singletons, counters, torch.cuda.graph's
     # default capture stream): only the harness's own namespaces are compared whole.
     flags = (CLOSED if harness or is_class or owner == "builtins" else 0) | (WHOLE if harness else 0) \
-        | (TIMING if timing else 0) | (HOT if harness or owner in _HOT_MODULES else 0)
+        | (TIMING if timing else 0) | (HOT if harness or owner in _HOT_MODULES or owner in _SEND_MODULES else 0)
     if flags & HOT and (harness or timing or not is_class or label == "class torch.Tensor"):
         flags |= HOT_CELLS  # cells the per-call check reads (not those of every generated SymInt method)
     tag = ctypes.c_uint64.from_address(id(d) + _VERSION_OFFSET) if rec.tags else None
@@ -247,11 +266,13 @@ def verifier(rec: Record, after: Callable[[], None]) -> Callable[[int], tuple[bo
     read_tag = vars(ctypes._SimpleCData)["value"].__get__
     tools = (read_tag, operator.itemgetter, operator.attrgetter("cell_contents"), operator.is_)
     return sealed(_make_verify)(rec.entries, rec.probes, rec.lists, after, rec.tags, tools, _BUILTIN_NAMES,
-                                _DESCRIPTORS)
+                                _DESCRIPTORS, (sys.modules, rec.bound))
 
 
-def _make_verify(entries, probes, lists, after, tags, tools, builtin_names, descriptors):  # noqa: C901 - sealed like the guard's policy: no patchable helpers
+def _make_verify(entries, probes, lists, after, tags, tools, builtin_names, descriptors, bound):  # noqa: C901 - sealed like the guard's policy: no patchable helpers
     read_tag, itemgetter, contents_of, is_ = tools
+    modules, (all_names, all_modules, hot_names, hot_modules) = bound
+    modules_get = modules.get
     missing = object()
     closed, timing, hot, whole = 1, 2, 4, 8
     hot_index = [i for i, e in enumerate(entries) if e[3] & hot]
@@ -329,6 +350,12 @@ def _make_verify(entries, probes, lists, after, tags, tools, builtin_names, desc
                     return is_timing, label + " was rebound"
         if level == 1:
             return None
+        names, bound_to = (hot_names, hot_modules) if hot_only else (all_names, all_modules)
+        now = tuple(map(modules_get, names))
+        if not all(map(is_, now, bound_to)):
+            for name, module, was in zip(names, now, bound_to):
+                if module is not None and module is not was:
+                    return False, "sys.modules[" + repr(name) + "] was replaced"
         for label, fn, args, expected, _is_hot in (hot_probes if hot_only else probes):
             if fn(*args) is not expected:
                 return False, label + " was changed"
