@@ -106,7 +106,7 @@ def check_store(out: Path, kinds: dict[str, str]) -> dict:
                 retried.append(job.key)
             name = Path(job.task_id).name
             if v:
-                label = v["status"] + (f"@{v['failed_stage']}" if v.get("failed_stage") else "")
+                label = v.status.value + (f"@{v.failed_stage.value}" if v.failed_stage else "")
             else:
                 label = f"job {job.status}: {job.error or 'no kernel'}"
             by_kind.setdefault(kinds.get(name, "?"), Counter())[label] += 1
@@ -161,6 +161,7 @@ def main() -> int:
     for backend in backends:
         result = run_backend(backend, tasks, kernels, seeds, args.workers, root / f"run-{backend}", args.timeout,
                              args.hang_timeout)
+        (root / f"run-{backend}.json").write_text(json.dumps(result) + "\n")  # kept if the check below fails
         result["check"] = check_store(root / f"run-{backend}", kinds)
         result["jobs_per_hour"] = round(result["check"]["jobs"] / result["wall_s"] * 3600)
         results.append(result)

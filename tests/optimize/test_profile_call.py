@@ -6,7 +6,10 @@ from __future__ import annotations
 import pytest
 import torch
 
-from kernellab.evaluate.profiling import label, profile_call
+from torch.autograd import DeviceType
+from torch.autograd.profiler_util import FunctionEvent
+
+from kernellab.evaluate.profiling import LABEL_PREFIX, attribute, label, profile_call
 
 
 def _step(lin: torch.nn.Linear, x: torch.Tensor) -> None:
@@ -38,4 +41,25 @@ def test_cpu_attribution():
 def test_gpu_attribution_through_kernel_correlation():
     if not torch.cuda.is_available():
         pytest.skip("needs a CUDA GPU")
-    _check("cuda", 0.6)  # the unlabelled sum, its backward and gradient accumulation are the rest
+    _check("cuda", 0.8)  # the unlabelled sum, its backward and gradient accumulation are the rest
+
+
+def _event(i: int, name: str, start: int, end: int, **kw) -> FunctionEvent:
+    return FunctionEvent(i, name, thread=0, start_us=start, end_us=end, use_device="cuda", **kw)
+
+
+def test_a_labelled_range_on_the_device_timeline_is_not_kernel_time():
+    """The profiler mirrors every labelled range onto the device timeline as a user annotation that
+    spans the range's kernels: counting it as kernel time doubled the total and halved the coverage."""
+    scope = _event(1, LABEL_PREFIX + "mm", 0, 100)
+    op = _event(2, "aten::mm", 10, 90)
+    op.cpu_parent = scope
+    scope.cpu_children.append(op)
+    op.append_kernel("gemm", 0, 60.0)
+    kernel = _event(3, "gemm", 20, 80, device_type=DeviceType.CUDA)
+    annotation = _event(4, LABEL_PREFIX + "mm", 15, 85, device_type=DeviceType.CUDA, is_user_annotation=True)
+    prof = attribute([scope, op, kernel, annotation], device="cuda", calls=1, wall_us=100.0)
+    assert prof.total_us == 60.0
+    assert prof.unattributed_us == 0.0
+    assert prof.by_scope() == {"mm": 60.0}
+    assert prof.coverage == 1.0
