@@ -68,3 +68,64 @@ def test_unreadable_forwards_say_why():
     assert model_of("softmax/causal_softmax").why_not == "attribute .shape"  # its mask is built from shapes
     assert model_of("reductions/topk_rows").why_not == "torch.topk"
     assert read_model("x = 1") is None
+
+
+IMPORTED_SOFTMAX = '''
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+def forward_fn(x):
+    return F.softmax(x, dim=1)
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, x, fn=forward_fn):
+        return fn(x)
+
+
+def _suite_get_inputs(batch_size=16, dim=64):
+    x = torch.randn(batch_size, dim)
+    return [x]
+
+
+batch_size = 16
+
+
+def get_inputs():
+    return _suite_get_inputs(batch_size=batch_size)
+
+
+def get_init_inputs():
+    return []
+'''
+
+
+def test_a_forward_default_naming_a_module_function_is_that_function_and_ranks_follow_get_inputs():
+    """robust-kbench's ``forward(self, x, fn=forward_fn)``, and the ``get_inputs`` its importer writes
+    (a call of the suite's own, renamed): ``fn`` is no input, ``x`` has rank 2, so ``dim=1`` is the last."""
+    model = read_model(IMPORTED_SOFTMAX)
+    assert model.forward_args == ["x"] and model.why_not is None
+    assert model.input_ranks == {"x": 2}
+    assert model.outputs[0].op == "softmax"
+
+
+def test_templates_try_tasks_of_categories_other_than_the_suites(tmp_path):
+    """A category the suite does not have (an imported "Activation") is matched on the reference alone;
+    a suite category that a template is not written for still keeps it out."""
+    from kernellab.kernels import match_templates
+
+    def task_in(category: str):
+        folder = tmp_path / category
+        folder.mkdir()
+        (folder / "reference.py").write_text(IMPORTED_SOFTMAX)
+        (folder / "task.toml").write_text(f'schema = 1\ncategory = "{category}"\ndtypes = ["float32"]\n'
+                                          'configs = [{ batch_size = 16 }]\n')
+        return load_task(folder)
+
+    assert [m.template.name for m in match_templates(task_in("Activation"))] == ["softmax"]
+    assert "softmax" not in [m.template.name for m in match_templates(task_in("optimizer"))]

@@ -163,6 +163,14 @@ def test_kernelbench_x_import(tmp_path):
     assert "sha256 of `data/kernelbenchx/Math/weighted_sum.py`" in (ws.root / "PROVENANCE.md").read_text()
 
     spd = load_task(tmp_path / "out" / "LinearAlgebra" / "spd_solve")
+    # every call passes the same tensors and nothing else: a forward the reference reader follows into
+    # the suite's function (weighted_sum's varying arguments keep the by-name dispatcher)
+    from kernellab.kernels.reference_model import read_model
+
+    spd_model = read_model(spd.source)
+    assert spd_model.why_not is None or "_call" not in spd_model.why_not, spd_model.why_not
+    assert "return spd_solve(a, b)" in spd.source
+    assert "return _call(weighted_sum," in ws.source
     assert dict(spd.input_domain) == {"a": spd.domain_of("a"), "b": spd.domain_of("b")}
     assert spd.domain_of("a").value == "positive_definite" and spd.domain_of("b").value == "positive"
     assert spd.outputs[0].fixed.for_dtype("float32") == {"cosine": 0.99, "l1": 0.01, "rmse": 0.01}
@@ -247,6 +255,11 @@ def test_robust_kbench_import(tmp_path):
     assert [i.source for i in summary.imported] == ["scaled_norm"]
     assert summary.skipped[0].source == "no_config" and summary.skipped[0].reason == "no config_forward.json"
     loaded = load_task(tmp_path / "out" / "scaled_norm")
+    from kernellab.kernels.reference_model import read_model
+
+    read = read_model(loaded.source)  # fn=forward_fn: the function, not an input
+    assert read.forward_args == ["x"] and read.why_not is None, read.why_not
+    assert read.outputs[0].op == "add"
     assert [c.as_dict() for c in loaded.configs_of(Visibility.SEEN)] == [{"init_method": "standard", "width": 128, "rows": 32}]
     assert [c.as_dict()["rows"] for c in loaded.configs_of(Visibility.HOLDOUT)] == [64]
     assert loaded.keep_init == ("gain", "shift")

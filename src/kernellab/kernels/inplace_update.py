@@ -17,7 +17,6 @@ from __future__ import annotations
 from kernellab.kernels.elementwise import kernel_leaf, leaves_of
 from kernellab.kernels.reference_model import Node, ReferenceModel
 from kernellab.kernels.template import (
-    OPEN_CATEGORIES,
     KnobSpec,
     Match,
     Template,
@@ -83,7 +82,7 @@ class InplaceUpdateTemplate(Template):
 
     def matches(self, task: Task, reference_source: str | None = None) -> Match | None:
         # the forward returns nothing, so ``Template.matches`` (which wants outputs) would refuse it
-        if self.categories and task.category not in self.categories and task.category not in OPEN_CATEGORIES:
+        if not self.written_for(task):
             return None
         model = _read(reference_source if reference_source is not None else task.source)
         if model is None or not model.mutations or task.backward:

@@ -156,12 +156,20 @@ def read_model(source: str) -> ReferenceModel | None:
                            init_args=[a.arg for a in init.args.args[1:]],
                            forward_args=[a.arg for a in forward.args.args[1:]], constants=constants,
                            source=source)
+    functions = _module_functions(tree)
+    # ``def forward(self, a, b, fn=module_function): return fn(a, b)`` (robust-kbench's form): ``fn`` is
+    # that function, not an input (the harness passes get_inputs' tensors only).
+    for arg, default in zip(forward.args.args[len(forward.args.args) - len(forward.args.defaults):],
+                            forward.args.defaults):
+        if isinstance(default, ast.Name) and default.id in functions and arg.arg in facts.forward_args:
+            functions[arg.arg] = functions[default.id]
+            facts.forward_args.remove(arg.arg)
     _read_init(init, facts)
     facts.init_prelude = _prelude(init, source, tree, assigned, facts.init_args)
     facts.input_ranks = _input_ranks(tree, facts.forward_args)
     try:
         methods = {name: fn for name, fn in methods.items() if name not in ("__init__", "forward")}
-        facts.outputs = _Reader(facts, _module_functions(tree), methods).forward(forward)
+        facts.outputs = _Reader(facts, functions, methods).forward(forward)
     except Unsupported as exc:
         facts.why_not = str(exc)
     return facts
@@ -261,15 +269,29 @@ def _prelude(init: ast.FunctionDef, source: str, tree: ast.Module, assigned: dic
 
 
 def _input_ranks(tree: ast.Module, forward_args: list[str]) -> dict[str, int]:
-    """Ranks of ``get_inputs``' tensors where its list is plain ``torch.randn(a, b)`` calls."""
-    fn = next((n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "get_inputs"), None)
-    if fn is None:
+    """Ranks of ``get_inputs``' tensors where its list is plain ``torch.randn(a, b)`` calls, named
+    directly or through a local assignment, in ``get_inputs`` or a module function it returns the
+    result of (``return _suite_get_inputs(batch_size=batch_size)``, as importers write it)."""
+    functions = {n.name: n for n in tree.body if isinstance(n, ast.FunctionDef)}
+    fn = functions.get("get_inputs")
+    for _ in range(3):
+        if fn is None:
+            return {}
+        ret = next((n for n in ast.walk(fn) if isinstance(n, ast.Return)), None)
+        if ret is None:
+            return {}
+        if isinstance(ret.value, ast.Call) and isinstance(ret.value.func, ast.Name):
+            fn = functions.get(ret.value.func.id)
+            continue
+        break
+    if not isinstance(ret.value, (ast.List, ast.Tuple)):
         return {}
-    ret = next((n for n in ast.walk(fn) if isinstance(n, ast.Return)), None)
-    if ret is None or not isinstance(ret.value, (ast.List, ast.Tuple)):
-        return {}
+    local = {n.targets[0].id: n.value for n in ast.walk(fn)
+             if isinstance(n, ast.Assign) and len(n.targets) == 1 and isinstance(n.targets[0], ast.Name)}
     ranks = {}
     for name, elt in zip(forward_args, ret.value.elts):
+        if isinstance(elt, ast.Name) and elt.id in local:
+            elt = local[elt.id]
         while isinstance(elt, ast.BinOp):  # torch.randn(n, k) / k ** 0.5
             elt = elt.left
         if isinstance(elt, ast.Call) and _dotted(elt.func).rsplit(".", 1)[-1] in ("randn", "rand", "ones", "zeros") \

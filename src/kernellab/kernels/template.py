@@ -67,12 +67,17 @@ class Template(abc.ABC):
 
     def matches(self, task: Task, reference_source: str | None = None) -> Match | None:
         """A ``Match`` when this template implements the task's reference, else ``None``."""
-        if self.categories and task.category not in self.categories and task.category not in OPEN_CATEGORIES:
+        if not self.written_for(task):
             return None
         model = _read(reference_source if reference_source is not None else task.source)
         if model is None or model.outputs is None:
             return None
         return self.match(task, model)
+
+    def written_for(self, task: Task) -> bool:
+        """Whether the task's category lets this template try it: its own categories, or any category
+        that is not the suite's (``suite_categories``)."""
+        return not self.categories or task.category in self.categories or task.category not in suite_categories()
 
     @abc.abstractmethod
     def match(self, task: Task, model: ReferenceModel) -> Match | None:
@@ -90,9 +95,14 @@ class Template(abc.ABC):
         return []
 
 
-# Tasks without a category of the suite's (a bare KernelBench file, a task folder without one) are
-# matched on their reference alone.
-OPEN_CATEGORIES = frozenset({"kernelbench", "uncategorized"})
+@lru_cache(maxsize=1)
+def suite_categories() -> frozenset[str]:
+    """The suite's own categories, which templates name. A task of any other category (a bare
+    KernelBench file, an imported suite's "Activation" or "pmpp", a folder without one) is matched
+    on its reference alone."""
+    from kernellab.tasks.load import SUITE_ROOT
+
+    return frozenset(p.name for p in SUITE_ROOT.iterdir() if p.is_dir() and not p.name.startswith(("_", ".")))
 
 # Templates are stateless: the registry keeps one instance of each.
 TEMPLATES: Registry[Template, Template] = Registry("template", "kernellab.kernels", make=lambda cls: cls())

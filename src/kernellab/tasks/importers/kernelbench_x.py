@@ -247,7 +247,7 @@ def convert(path: Path, rel: str, thresholds: dict[str, float] | None, example: 
     if small_index is not None:
         meta["small"] = [({"CASE": small_index}, f"derived: sizes above {SMALL_SIZE} cut to {SMALL_SIZE}: "
                                                  f"{_label(all_cases[small_index])}")]
-    baseline = generate_baseline(example, name, params, input_names) if example else None
+    baseline = generate_baseline(example, name, params, input_names, all_cases) if example else None
     if example:
         notes.append("baseline.py: the suite's own Triton example for this op")
     stem = Path(rel).stem
@@ -349,9 +349,27 @@ _KINDS = {inspect.Parameter.POSITIONAL_ONLY: "positional_only", inspect.Paramete
           inspect.Parameter.VAR_KEYWORD: "var_keyword"}
 
 
-def _model_source(class_name: str, fn: str, params, input_names: list[str]) -> str:
+def _direct_call(fn: str, params, input_names: list[str], cases: list[dict[str, Any]]) -> str | None:
+    """``fn(a, b, key=c)`` where every case passes the same tensors and nothing else: the forward a
+    reader of the reference (the search agent's templates match what it computes) can follow. None
+    when a case passes other arguments or leaves a tensor out (``_call`` then binds them by name)."""
+    named = [n for n in params if n != "out"]
+    if any(c["static"] for c in cases) or named != input_names \
+            or any(set(c["tensors"]) != set(input_names) for c in cases):
+        return None
+    parts = []
+    for n in named:
+        kind = _KINDS[params[n].kind]
+        if kind in ("var_positional", "var_keyword"):
+            return None
+        parts.append(f"{n}={n}" if kind == "keyword" else n)
+    return f"{fn}({', '.join(parts)})"
+
+
+def _model_source(class_name: str, fn: str, params, input_names: list[str], cases: list[dict[str, Any]]) -> str:
     args = ", ".join(input_names)
     tensors = ", ".join(f"{n!r}: {n}" for n in input_names)
+    call = _direct_call(fn, params, input_names, cases) or f"_call({fn}, _PARAMS, self.static, {{{tensors}}})"
     return f'''
 
 _PARAMS = {[(n, _KINDS[p.kind]) for n, p in params.items() if n != "out"]!r}
@@ -366,7 +384,7 @@ class {class_name}(torch.nn.Module):
         self.static = static
 
     def forward(self{", " + args if args else ""}):
-        return _call({fn}, _PARAMS, self.static, {{{tensors}}})
+        return {call}
 '''
 
 
@@ -394,7 +412,7 @@ import torch
 {CALL}
 CASE = 0
 CASES = {cases_src}
-{_model_source("Model", name, params, input_names)}
+{_model_source("Model", name, params, input_names, cases)}
 
 def get_inputs():
     tensors = CASES[CASE]["tensors"]
@@ -406,7 +424,7 @@ def get_init_inputs():
 '''
 
 
-def generate_baseline(example: str, name: str, params, input_names: list[str]) -> str:
+def generate_baseline(example: str, name: str, params, input_names: list[str], cases: list[dict[str, Any]]) -> str:
     return f'''"""The suite's own Triton implementation of ``{name}`` (KernelBench-X examples), wrapped as ModelNew."""
 import math
 
@@ -417,7 +435,7 @@ import torch
 
 # ---- kernellab: calling it like the reference ----
 {CALL}
-{_model_source("ModelNew", name, params, input_names)}'''
+{_model_source("ModelNew", name, params, input_names, cases)}'''
 
 
 def _runs(source: str, index: int, numel: int) -> tuple[bool, str | None]:
