@@ -184,10 +184,10 @@ def _rope_ref(shapes, spec):
             f"table_batch = {cos[0]}")
     init = '''    def __init__(self):
         super().__init__()'''
+    # the halves written inline (not through a local ``half``): the form the rope template reads
     fwd = '''    def forward(self, q, k, cos, sin):
-        half = q.shape[-1] // 2
-        q_rot = torch.cat((-q[..., half:], q[..., :half]), dim=-1)
-        k_rot = torch.cat((-k[..., half:], k[..., :half]), dim=-1)
+        q_rot = torch.cat((-q[..., q.shape[-1] // 2:], q[..., :q.shape[-1] // 2]), dim=-1)
+        k_rot = torch.cat((-k[..., k.shape[-1] // 2:], k[..., :k.shape[-1] // 2]), dim=-1)
         return q * cos + q_rot * sin, k * cos + k_rot * sin'''
     inputs = ("torch.randn(batch_size, heads, seq_len, head_dim), torch.randn(batch_size, kv_heads, seq_len, head_dim), "
               "torch.randn(table_batch, 1, seq_len, head_dim), torch.randn(table_batch, 1, seq_len, head_dim)")
