@@ -35,7 +35,7 @@ from kernellab.sandbox.evidence import (CallSpan, OpLog, compiled_graphs, end_ca
                                         take_calls, track_interpreter_launches)
 from kernellab.sandbox.own_compiles import mark_own_compiles
 from kernellab.sandbox.plain import plain_outputs
-from kernellab.sandbox import interpreter_gap
+from kernellab.sandbox import interpreter_gap, interpreter_rounding
 from kernellab.tasks.materialize import (build_model, cast_model, copy_matching_state, flatten_outputs,
                                          forward_input_names, module_init_inputs, module_inputs)
 from kernellab.tasks.module import build_module
@@ -146,6 +146,7 @@ class Harness:
         if self.interpret:
             _autotune_without_benchmarks()
             interpreter_gap.install()
+            interpreter_rounding.install()
         self.compile_seconds = _track_jit_compiles()  # [seconds]: filled by the wrappers
         # Library hooks go in before the guard is armed (it then holds every library namespace to
         # what it is): the renaming of own kernels (its candidate path is set at import) and the log
