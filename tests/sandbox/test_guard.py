@@ -151,6 +151,14 @@ REBINDINGS = {
     "module_object": ("import sys, types\nfake = types.ModuleType('torch.multiprocessing.reductions')\n"
                       "vars(sys)['modules']['torch.multiprocessing.reductions'] = fake\n", "process_escape",
                       "sys.modules['torch.multiprocessing.reductions'] was replaced"),
+    # A kernel of the candidate's for an operator the harness itself calls (outputs are copied with
+    # aten::clone, L2 is flushed with aten::zero_): its code would run in the harness's work.
+    "aten_kernel": ("import torch\nlib = torch.library.Library('aten', 'IMPL')\n"
+                    "lib.impl('clone', lambda x, **kw: x, 'CPU')\n", "process_escape",
+                    "registers kernels for the library's own operators (aten::*"),
+    "aten_register_kernel": ("import torch\n"
+                             "torch.library.register_kernel('aten::zero_', 'cpu')(lambda x: x)\n",
+                             "process_escape", "registers kernels for the library's own operators (aten::*"),
     "module_object_cold": ("import sys, types\nsys.modules['json.decoder'] = types.ModuleType('json.decoder')\n",
                            "process_escape", "sys.modules['json.decoder'] was replaced"),
 }
@@ -314,6 +322,28 @@ LOOK_ALIKE_FORWARD = """log.warning("a candidate that logs in forward")
         assert Pair(1, 2).a == 1 and Settings().block == 128 and Point(1, 2).y == 2
         inspect.signature(self.forward)
         inspect.getsource(type(self))"""
+
+
+OWN_OPERATOR = """
+import torch
+
+@torch.library.custom_op("kl_candidate::plus_one", mutates_args=())
+def plus_one(x: torch.Tensor) -> torch.Tensor:
+    return x + 1
+
+@plus_one.register_fake
+def _(x):
+    return torch.empty_like(x)
+"""
+
+
+def test_a_candidate_may_register_operators_of_its_own(server, tmp_path):
+    """torch.library for the candidate's own namespace (custom_op, its fake kernel) is not refused."""
+    child = spawn(server, tmp_path, "own_op")
+    path = candidate(tmp_path, "own_op", OWN_OPERATOR, "x = torch.ops.kl_candidate.plus_one(x) - 1")
+    assert torch.equal(evaluate(child, path), torch.arange(4, dtype=torch.float32) + 1)
+    child.close()
+    assert LINE_PREFIX not in (tmp_path / "own_op.log").read_text()
 
 
 def test_code_that_only_looks_like_reaching_in_runs_untouched(server, tmp_path):

@@ -58,9 +58,11 @@ class Rounds:
 
     def traced_round(self, rounds: int) -> int | None:
         """Which timed round (0-based) to trace, if any, given the ``rounds`` a row takes at the least:
-        its calls are checked as every round's, its times are not samples. A row that stops before it
-        gets a traced round after its last sample, so a candidate that counts rounds cannot wait the
-        tracing out."""
+        its calls are checked as every round's, its times are not samples. A traced row also traces
+        one round after its last sample, whenever it stops: a candidate that counts rounds and turns
+        to library kernels after the drawn window (a row that keeps running, its samples spread by
+        the switch) is seen there, and one that turns back before the end cannot know when the end
+        comes (the judge's stopping rule)."""
         return None
 
     def run(self, method: str | None = None) -> tuple[EventTimes, SampleStats, int | None] | None:
@@ -105,8 +107,8 @@ class Rounds:
             if reason is None and (len(rounds) >= MAX_ROUNDS
                                    or time.perf_counter() - started > JUDGE_BUDGET_FACTOR * self.plan.budget_s):
                 reason = "budget"
-        if trace_at is not None and index <= trace_at and self.one_round(method, trace=True) is None:
-            return None  # the row stopped before its drawn round: traced after its last sample instead
+        if trace_at is not None and self.one_round(method, trace=True) is None:
+            return None  # and after its last sample: a switch after the drawn window is seen there
         if method == "events":
             stats, concentrated = round_statistic([r.samples_us for r in rounds], seed=self.seed)
             if concentrated:

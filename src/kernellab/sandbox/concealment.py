@@ -229,9 +229,17 @@ def gated_entry_points() -> dict[str, Any]:
         eval_frame = None
     for name in ("set_eval_frame", "set_bytecode_debugger_callback"):
         found[f"torch._C._dynamo.eval_frame.{name}"] = getattr(eval_frame, name, None)
-    for name in ("_push_on_torch_dispatch_stack", "_push_on_torch_function_stack"):
+    for name in ("_push_on_torch_dispatch_stack", "_push_on_torch_function_stack", "_dispatch_library"):
         found[f"torch._C.{name}"] = getattr(torch._C, name, None)
     return {label: fn for label, fn in found.items() if fn is not None}
+
+
+def _namespaces() -> frozenset[str]:
+    """The operator namespaces registered now (``aten``, ``prims``, ...): the library's own."""
+    import torch
+
+    names = getattr(torch._C, "_dispatch_get_all_op_names", None)
+    return frozenset(n.split("::")[0] for n in names()) if names is not None else frozenset({"aten", "prims"})
 
 
 def gate_sites(originals: dict[str, Any], skip: set[str] | frozenset[str] = frozenset()
@@ -277,6 +285,8 @@ def install_gates(refuse: Callable[[str], None], originals: dict[str, Any],
             gate = sealed(_no_callback)(refuse, what[label])
         elif label.startswith("torch._C._push"):
             gate = sealed(_guarded_call)(original, refuse, what[label], trusted)
+        elif label == "torch._C._dispatch_library":
+            gate = sealed(_own_operators_only)(original, refuse, _namespaces())
         else:  # _imp.create_builtin
             gate = sealed(_fresh_builtins_only)(original, refuse, frozenset(sys.modules))
         gate.__name__ = getattr(original, "__name__", gate.__name__)
@@ -332,6 +342,38 @@ def _guarded_call(original, refuse, what, trusted=frozenset()):
             args, kwargs = yield result
             if not (args and type(args[0]) in trusted):
                 refuse(what)
+            try:
+                result = (True, original(*args, **kwargs))
+            except BaseException as exc:  # noqa: BLE001 - re-raised by the gate
+                result = (False, exc)
+
+    gen = run()
+    next(gen)
+    send = gen.send
+
+    def gate(*args, **kwargs):
+        ok, value = send((args, kwargs))
+        if ok:
+            return value
+        raise value
+
+    return gate
+
+
+def _own_operators_only(original, refuse, existing):
+    """A library of kernels (``torch.library.Library``, ``register_kernel``, ``torch.library.impl``)
+    for the candidate's own operators only: a kernel registered for an operator of a namespace that
+    existed before the candidate (``aten::clone``, ``aten::zero_``) would run its code wherever the
+    harness calls that operator (copying outputs, loading inputs, flushing L2) and hide ops from the
+    CPU's op log. Defining a new namespace, and fragments of it, stay allowed."""
+    def run():
+        result = None
+        while True:
+            args, kwargs = yield result
+            kind = args[0] if args else kwargs.get("kind")
+            ns = args[1] if len(args) > 1 else kwargs.get("ns")
+            if kind != "DEF" and ns in existing:
+                refuse(f"registers kernels for the library's own operators ({ns}::*, torch.library)")
             try:
                 result = (True, original(*args, **kwargs))
             except BaseException as exc:  # noqa: BLE001 - re-raised by the gate
