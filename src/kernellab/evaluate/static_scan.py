@@ -126,7 +126,12 @@ def _reference_findings(facts: SourceFacts) -> Iterator[Finding]:
             yield Finding("no_frame_access", node.lineno, f".{node.attr}")
         elif isinstance(node, ast.Attribute) and node.attr in CODE_ATTRS:
             yield Finding("no_dynamic_code", node.lineno, f".{node.attr} (a function's code object)")
-        if not isinstance(node, (ast.Name, ast.Attribute, ast.Call)) or not facts.maximal(node):
+        if isinstance(node, ast.Subscript) and facts.maximal(node):
+            base = facts.namespace_of(node.value)
+            if base and facts.text(node.slice) is None and base.split(".")[0] in PROTECTED:
+                yield Finding("no_dynamic_code", node.lineno, f"{base}'s namespace read with a computed name")
+                continue
+        if not isinstance(node, (ast.Name, ast.Attribute, ast.Call, ast.Subscript)) or not facts.maximal(node):
             continue
         if isinstance(node, ast.Call):
             if facts.qualname(node.func) != "builtins.getattr" or len(node.args) < 2:
