@@ -263,10 +263,11 @@ def test_the_seen_timing_rows_always_have_a_traced_round_and_a_quarter_on_averag
 
 
 class _CountedRounds:
-    """A row of rounds whose calls all take 10 µs: which rounds ``Rounds.run`` traces, and whether a
-    traced round's times ever become samples (they must not: the profiler slows the calls)."""
+    """A row of rounds whose timed calls all take 10 µs (traced ones ``traced_us``): which rounds
+    ``Rounds.run`` traces, and whether a traced round's times ever become samples (they must not:
+    the profiler slows the calls)."""
 
-    def __init__(self, trace_at: int):
+    def __init__(self, trace_at: int, traced_us: float = 60.0):
         from types import SimpleNamespace
 
         from kernellab.evaluate.rounds import Rounds
@@ -281,7 +282,7 @@ class _CountedRounds:
 
             def one_round(self, method, warm_ms=0.0, peak=False, trace=False):
                 log.append(trace)
-                return RoundTimes("events", [1e6 if trace else 10.0] * 4, 4, 0.001, 10.0, 10.0)
+                return RoundTimes("events", [traced_us if trace else 10.0] * 4, 4, 0.001, 10.0, 10.0)
 
         self.row = Row(SimpleNamespace(slots=[None] * 4), TimingPlan(warmup_ms=0.0, min_samples=20))
 
@@ -294,7 +295,17 @@ def test_a_traced_timing_round_is_never_a_sample_and_a_traced_row_is_traced_afte
     assert traced[-1] == len(counted.log) - 1  # always a traced round after the last sample
     # and the drawn one, where the row reached it
     assert traced[:-1] == ([traced_index] if traced_index is not None else [])
-    assert stats.median == 10.0 and max(times.samples_us) == 10.0  # its 1e6 µs calls are not samples
+    assert stats.median == 10.0 and max(times.samples_us) == 10.0  # its slower calls are not samples
+
+
+def test_a_row_whose_traced_calls_are_far_slower_than_its_timed_ones_ends_without_a_time():
+    """Own kernels while the profiler is on, a library's otherwise: the traced calls read the own
+    kernels' time. Beyond what tracing explains (2x + 50 µs), the row ends and the judge is told."""
+    counted = _CountedRounds(1, traced_us=1000.0)
+    told = []
+    counted.row.traced_slower = lambda traced, median: told.append((traced, median))
+    assert counted.row.run("events") is None
+    assert told == [(1000.0, 10.0)]
 
 
 LIBRARY_IN_TIMED_ROUNDS = '''

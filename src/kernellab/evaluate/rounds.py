@@ -42,6 +42,19 @@ JUDGE_BUDGET_FACTOR = 6.0
 CONCENTRATION_PCT = 3.0
 
 
+# A traced round's calls may be slower than the timed rounds' (the profiler's per-launch cost, no
+# spacer ahead of them), but not by this much: a candidate that runs its own kernels only while the
+# profiler is on (``torch.autograd._profiler_enabled()`` tells it) and a library's otherwise reads
+# its own kernels' time there. Loose on purpose until calibrated on a GPU across the corpus.
+TRACED_SLOWER_FACTOR = 2.0
+TRACED_SLOWER_SLACK_US = 50.0
+
+
+def traced_slower(traced_us: float, median_us: float) -> bool:
+    """Whether a traced round's median call is beyond what tracing alone explains."""
+    return traced_us > TRACED_SLOWER_FACTOR * median_us + TRACED_SLOWER_SLACK_US
+
+
 class Rounds:
     """One row's rounds; ``one_round`` runs a round on freshly refreshed slots (None: the row ends)."""
 
@@ -55,6 +68,9 @@ class Rounds:
 
     def concentrated(self, stats: SampleStats) -> None:
         """Called when the rounds' means were taken as the samples."""
+
+    def traced_slower(self, traced_us: float, median_us: float) -> None:
+        """Called when the traced rounds' calls were far slower than the timed ones (the row ends)."""
 
     def traced_round(self, rounds: int) -> int | None:
         """Which timed round (0-based) to trace, if any, given the ``rounds`` a row takes at the least:
@@ -93,12 +109,14 @@ class Rounds:
         trace_at = self.traced_round(min_samples if method == "graph"
                                      else math.ceil(min_samples / max(1, len(self.slots.slots))))
         index = 0
+        traced_samples: list[float] = []
         while reason is None:
             traced, index = index == trace_at, index + 1
             times = self.one_round(method, trace=True) if traced else self.one_round(method)
             if times is None:
                 return None
             if traced:
+                traced_samples += times.samples_us
                 continue
             rounds.append(times)
             samples += times.samples_us
@@ -107,14 +125,20 @@ class Rounds:
             if reason is None and (len(rounds) >= MAX_ROUNDS
                                    or time.perf_counter() - started > JUDGE_BUDGET_FACTOR * self.plan.budget_s):
                 reason = "budget"
-        if trace_at is not None and self.one_round(method, trace=True) is None:
-            return None  # and after its last sample: a switch after the drawn window is seen there
+        if trace_at is not None:
+            last = self.one_round(method, trace=True)
+            if last is None:
+                return None  # and after its last sample: a switch after the drawn window is seen there
+            traced_samples += last.samples_us
         if method == "events":
             stats, concentrated = round_statistic([r.samples_us for r in rounds], seed=self.seed)
             if concentrated:
                 self.concentrated(stats)
         else:
             stats = summarize(samples, seed=self.seed)
+        if traced_samples and traced_slower(float(np.median(traced_samples)), stats.median):
+            self.traced_slower(float(np.median(traced_samples)), stats.median)
+            return None
         return _aggregate(method, rounds, samples, reason, len(self.slots.slots)), stats, first.peak_mem_bytes
 
 

@@ -324,6 +324,12 @@ class TimedRounds(Rounds):
         if note not in self.ctx.verdict.notes:
             self.ctx.verdict.notes.append(note)
 
+    def traced_slower(self, traced_us: float, median_us: float) -> None:
+        self.ctx.violate(ViolationKind.PHASE_DETECTION,
+                         f"{self.label}: calls under the profiler took {traced_us:.1f} µs against {median_us:.1f} µs "
+                         f"timed: the candidate runs other work when it is traced")
+        self.failed = True
+
     def traced_round(self, rounds: int) -> int | None:
         """For a traced row on a GPU (``_traced_rows``), one timed round drawn from the secret source
         the values come from (the candidate cannot know which): the policy's evidence covers timed
