@@ -159,6 +159,10 @@ REBINDINGS = {
     "aten_register_kernel": ("import torch\n"
                              "torch.library.register_kernel('aten::zero_', 'cpu')(lambda x: x)\n",
                              "process_escape", "registers kernels for the library's own operators (aten::*"),
+    "python_dispatcher": ("import torch\nfrom torch._C import DispatchKey\n"
+                          "torch.ops.aten.clone.default.py_impl(DispatchKey.CPU)(lambda x, **kw: x)\n"
+                          "_keep = torch._C._EnablePythonDispatcher()\n", "process_escape",
+                          "the Python dispatcher was changed"),
     "module_object_cold": ("import sys, types\nsys.modules['json.decoder'] = types.ModuleType('json.decoder')\n",
                            "process_escape", "sys.modules['json.decoder'] was replaced"),
 }

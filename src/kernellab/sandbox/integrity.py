@@ -237,6 +237,14 @@ def _state_probes() -> list[Probe]:
                       ("the torch function mode stack", getattr(torch._C, "_len_torch_function_stack", None))):
         if fn is not None:  # absent in other torch versions: that probe is skipped
             probes.append((label, fn, (), fn(), True))
+    # The Python dispatcher left on after a call routes every operator the harness runs (the copy of
+    # an output is ``aten::clone``) through Python kernels a candidate can register on the library's
+    # own operators (``torch.ops.aten.clone.default.py_impl(...)``). On while torch.compile traces,
+    # off whenever a call has returned.
+    included = getattr(torch._C, "_dispatch_tls_is_dispatch_key_included", None)
+    key = getattr(getattr(torch._C, "DispatchKey", None), "PythonDispatcher", None)
+    if included is not None and key is not None:
+        probes.append(("the Python dispatcher", included, (key,), included(key), True))
     try:
         from torch._C._dynamo import eval_frame
     except ImportError:
