@@ -445,6 +445,8 @@ def test_rebinding_own_names_is_not_patching():
     ("_probe = vars(torch.autograd)['_profiler_enabled']", K.PHASE_DETECTION),
     ("_probe = vars(vars(torch)['autograd'])['_profiler_enabled']", K.PHASE_DETECTION),
     ("_n = '_profiler' + str(len('ab'))\n_probe = vars(torch.autograd)[_n]", K.POLICY),
+    ("_probe = vars(vars(torch).get('autograd')).get('_profiler_enabled')", K.PHASE_DETECTION),
+    ("_n = '_prof' + str(1)\n_probe = vars(torch.autograd).get(_n)", K.POLICY),
 ])
 def test_introspection_and_dynamic_code(prelude, kind):
     assert kind in kinds(scan(candidate("return _scale(x)", prelude)))

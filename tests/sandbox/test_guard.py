@@ -71,6 +71,12 @@ def ends_with(server, tmp_path, name, violation, words, at_import="", in_forward
 REACHES = {
     # name: (source at import, source in forward, violation, words in the one-line error)
     "import_kernellab": ("import kernellab.sandbox.clock\n", "pass", "process_escape", "imports kernellab"),
+    "raw_thread": ("import _thread, time\n_thread.start_new_thread(time.sleep, (30,))\n", "pass",
+                   "process_escape", "starts a thread"),
+    "profiler_collection": ("import torch\n", "vars(torch._C._autograd)['_toggle_collection_dynamic'](False, set())",
+                            "process_escape", "switches the profiler"),
+    "thread_in_forward": ("import threading\n", "threading.Thread(target=print).start()", "process_escape",
+                          "starts a thread"),
     "import_in_forward": ("", "__import__('kernellab')", "process_escape", "imports kernellab"),
     "getframe": ("import sys\nf = vars(sys)['_getframe'](1)\n", "pass", "process_escape",
                  "takes a frame of the call stack (sys._getframe)"),

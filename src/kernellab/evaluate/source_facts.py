@@ -134,6 +134,10 @@ class SourceFacts:
         if isinstance(node, ast.Subscript):  # vars(torch.autograd)["x"], torch.__dict__["x"]: the same name
             base, attr = self.namespace_of(node.value), self.text(node.slice)
             return f"{base}.{attr}" if base and attr else None
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "get" \
+                and node.args:  # vars(torch).get("_C")
+            base, attr = self.namespace_of(node.func.value), self.text(node.args[0])
+            return f"{base}.{attr}" if base and attr else None
         return None
 
     def namespace_of(self, node: ast.AST) -> str | None:

@@ -222,7 +222,13 @@ def gated_entry_points() -> dict[str, Any]:
 
     import torch
 
+    import _thread
+
     found = {"signal.signal": _signal.signal, "_imp.create_builtin": _imp.create_builtin}
+    # Threads: ``threading.active_count`` (what a reply reports) does not see a ``_thread`` thread,
+    # and one started by the candidate runs its code beside the harness's loading and copying.
+    for name in ("start_new_thread", "start_new", "start_joinable_thread"):
+        found[f"_thread.{name}"] = getattr(_thread, name, None)
     try:
         from torch._C._dynamo import eval_frame
     except ImportError:
@@ -231,6 +237,12 @@ def gated_entry_points() -> dict[str, Any]:
         found[f"torch._C._dynamo.eval_frame.{name}"] = getattr(eval_frame, name, None)
     for name in ("_push_on_torch_dispatch_stack", "_push_on_torch_function_stack", "_dispatch_library"):
         found[f"torch._C.{name}"] = getattr(torch._C, name, None)
+    # The profiler's switches: the harness's trace of a call is its evidence, and collection paused
+    # around a library kernel (``toggle_collection_dynamic``) would leave it out.
+    autograd = getattr(torch._C, "_autograd", None)
+    for name in ("_toggle_collection_dynamic", "_enable_profiler", "_disable_profiler", "_prepare_profiler",
+                 "_enable_profiler_legacy", "_disable_profiler_legacy"):
+        found[f"torch._C._autograd.{name}"] = getattr(autograd, name, None)
     return {label: fn for label, fn in found.items() if fn is not None}
 
 
@@ -273,7 +285,9 @@ def install_gates(refuse: Callable[[str], None], originals: dict[str, Any],
             "torch._C._dynamo.eval_frame.set_eval_frame": "installs a frame evaluation callback",
             "torch._C._dynamo.eval_frame.set_bytecode_debugger_callback": "installs a bytecode debugger callback",
             "torch._C._push_on_torch_dispatch_stack": "pushes a torch dispatch mode",
-            "torch._C._push_on_torch_function_stack": "pushes a torch function mode"}
+            "torch._C._push_on_torch_function_stack": "pushes a torch function mode",
+            "_thread": "starts a thread (it would run beside the harness's work)",
+            "profiler": "switches the profiler (the harness's evidence of what ran)"}
     # The gates sit in library namespaces, where the candidate reads their closures: they reach the
     # guard's ``refuse`` only through a generator's frame (audited to read), never a cell holding it.
     refuse = sealed(_through_generator)(refuse)
@@ -285,6 +299,10 @@ def install_gates(refuse: Callable[[str], None], originals: dict[str, Any],
             gate = sealed(_no_callback)(refuse, what[label])
         elif label.startswith("torch._C._push"):
             gate = sealed(_guarded_call)(original, refuse, what[label], trusted)
+        elif label.startswith("torch._C._autograd."):
+            gate = sealed(_guarded_call)(original, refuse, what["profiler"])
+        elif label.startswith("_thread."):
+            gate = sealed(_guarded_call)(original, refuse, what["_thread"])
         elif label == "torch._C._dispatch_library":
             gate = sealed(_own_operators_only)(original, refuse, _namespaces())
         else:  # _imp.create_builtin
