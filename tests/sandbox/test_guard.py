@@ -161,10 +161,10 @@ REBINDINGS = {
     # aten::clone, L2 is flushed with aten::zero_): its code would run in the harness's work.
     "aten_kernel": ("import torch\nlib = torch.library.Library('aten', 'IMPL')\n"
                     "lib.impl('clone', lambda x, **kw: x, 'CPU')\n", "process_escape",
-                    "registers kernels for the library's own operators (aten::*"),
+                    "registers kernels for the library's own operators (torch.library)"),
     "aten_register_kernel": ("import torch\n"
                              "torch.library.register_kernel('aten::zero_', 'cpu')(lambda x: x)\n",
-                             "process_escape", "registers kernels for the library's own operators (aten::*"),
+                             "process_escape", "registers kernels for the library's own operators (torch.library)"),
     "python_dispatcher": ("import torch\nfrom torch._C import DispatchKey\n"
                           "torch.ops.aten.clone.default.py_impl(DispatchKey.CPU)(lambda x, **kw: x)\n"
                           "_keep = torch._C._EnablePythonDispatcher()\n", "process_escape",

@@ -287,7 +287,8 @@ def install_gates(refuse: Callable[[str], None], originals: dict[str, Any],
             "torch._C._push_on_torch_dispatch_stack": "pushes a torch dispatch mode",
             "torch._C._push_on_torch_function_stack": "pushes a torch function mode",
             "_thread": "starts a thread (it would run beside the harness's work)",
-            "profiler": "switches the profiler (the harness's evidence of what ran)"}
+            "profiler": "switches the profiler (the harness's evidence of what ran)",
+            "torch._C._dispatch_library": "registers kernels for the library's own operators (torch.library)"}
     # The gates sit in library namespaces, where the candidate reads their closures: they reach the
     # guard's ``refuse`` only through a generator's frame (audited to read), never a cell holding it.
     refuse = sealed(_through_generator)(refuse)
@@ -304,7 +305,7 @@ def install_gates(refuse: Callable[[str], None], originals: dict[str, Any],
         elif label.startswith("_thread."):
             gate = sealed(_guarded_call)(original, refuse, what["_thread"])
         elif label == "torch._C._dispatch_library":
-            gate = sealed(_own_operators_only)(original, refuse, _namespaces())
+            gate = sealed(_guarded_call)(original, refuse, what[label], frozenset(), sealed(_library_of)(_namespaces()))
         else:  # _imp.create_builtin
             gate = sealed(_fresh_builtins_only)(original, refuse, frozenset(sys.modules))
         gate.__name__ = getattr(original, "__name__", gate.__name__)
@@ -348,17 +349,18 @@ def _no_callback(refuse, what):
     return gate
 
 
-def _guarded_call(original, refuse, what, trusted=frozenset()):
+def _guarded_call(original, refuse, what, trusted=frozenset(), watched=None):
     """Call ``original`` after ``refuse`` has looked at the stack. The original is held by a
     generator's frame, so the gate's closure does not lead to it. A mode of one of the ``trusted``
     classes (the harness's own op log and host-read log) may be pushed again while the candidate
     runs: torch pops a Python mode while its handler runs and pushes it back after, so every
-    ``torch.nn.functional`` call the candidate makes under the harness's mode pushes it."""
+    ``torch.nn.functional`` call the candidate makes under the harness's mode pushes it.
+    ``watched(args, kwargs)``, when given, says which calls are looked at (the others pass)."""
     def run():
         result = None
         while True:
             args, kwargs = yield result
-            if not (args and type(args[0]) in trusted):
+            if (watched(args, kwargs) if watched is not None else True) and not (args and type(args[0]) in trusted):
                 refuse(what)
             try:
                 result = (True, original(*args, **kwargs))
@@ -378,36 +380,19 @@ def _guarded_call(original, refuse, what, trusted=frozenset()):
     return gate
 
 
-def _own_operators_only(original, refuse, existing):
-    """A library of kernels (``torch.library.Library``, ``register_kernel``, ``torch.library.impl``)
-    for the candidate's own operators only: a kernel registered for an operator of a namespace that
-    existed before the candidate (``aten::clone``, ``aten::zero_``) would run its code wherever the
-    harness calls that operator (copying outputs, loading inputs, flushing L2) and hide ops from the
-    CPU's op log. Defining a new namespace, and fragments of it, stay allowed."""
-    def run():
-        result = None
-        while True:
-            args, kwargs = yield result
-            kind = args[0] if args else kwargs.get("kind")
-            ns = args[1] if len(args) > 1 else kwargs.get("ns")
-            if kind != "DEF" and ns in existing:
-                refuse(f"registers kernels for the library's own operators ({ns}::*, torch.library)")
-            try:
-                result = (True, original(*args, **kwargs))
-            except BaseException as exc:  # noqa: BLE001 - re-raised by the gate
-                result = (False, exc)
+def _library_of(existing):
+    """For the gate on ``torch._C._dispatch_library``: a library of kernels (``torch.library.Library``,
+    ``register_kernel``, ``torch.library.impl``) for the candidate's own operators only. A kernel
+    registered for an operator of a namespace that existed before the candidate (``aten::clone``,
+    ``aten::zero_``) would run its code wherever the harness calls that operator (copying outputs,
+    loading inputs, flushing L2) and hide ops from the CPU's op log. Defining a new namespace, and
+    fragments of it, stay allowed."""
+    def watched(args, kwargs):
+        kind = args[0] if args else kwargs.get("kind")
+        ns = args[1] if len(args) > 1 else kwargs.get("ns")
+        return kind != "DEF" and ns in existing
 
-    gen = run()
-    next(gen)
-    send = gen.send
-
-    def gate(*args, **kwargs):
-        ok, value = send((args, kwargs))
-        if ok:
-            return value
-        raise value
-
-    return gate
+    return watched
 
 
 def _fresh_builtins_only(original, refuse, loaded):
