@@ -60,6 +60,10 @@ _named_parameters = torch.nn.Module.named_parameters
 
 def _copy_of(t: torch.Tensor) -> torch.Tensor:
     return _clone(_detach(t))
+
+
+def _copy_grad(g: Any) -> Any:
+    return _copy_of(g) if isinstance(g, torch.Tensor) else g
 _synchronize = torch.cuda.synchronize
 _thread_count = threading.active_count
 
@@ -70,8 +74,8 @@ class Received:
     torch cannot send a CUDA tensor received from another process ("Attempted to send CUDA tensor
     received from another process"): a gradient that *is* the judge's ``grad_output`` (``a + b``
     passes it through unchanged), or a result that aliases an input, has to be copied before it is
-    sent. Only those are copied: ``own`` looks the storage up here and returns every other tensor
-    as it is. The registry holds weak references, so it never keeps the judge's memory mapped.
+    sent; the child copies every output and gradient it sends (``_copy_of``). The registry holds
+    weak references, so it never keeps the judge's memory mapped.
 
     ``keep`` holds received CUDA storages strongly until ``release``: the next message that names
     the same judge memory (the timing request after the checks of its input sets, the repeated
@@ -114,12 +118,6 @@ class Received:
             return False
         ref = self.refs.get(ptr)
         return ref is not None and not ref.expired()
-
-    def own(self, t: Any) -> Any:
-        """``t`` if this process may send it, else a copy (it is memory the judge sent)."""
-        if isinstance(t, torch.Tensor) and self.holds(t):
-            return _copy_of(t)
-        return t
 
     def release(self) -> None:
         """Let the kept mappings go and forget storages that no longer exist."""
@@ -445,9 +443,11 @@ class Harness:
             with context:
                 got = plain.plain_gradients(torch.autograd.grad([t for t in flat if t.requires_grad], wrt,
                                                                 call["grad_outputs"], allow_unused=True))
-            # A gradient may be the judge's own grad_output (an addition passes it through) or another
-            # tensor it sent: those, and only those, are copied so that they can be sent back.
-            own = self.received.own
+            _gc_disable()
+            _audit(_CALL_RETURNED)  # the backward is the candidate's code too: checked as the forward is
+            # Copies, as the outputs are: the judge sees what each gradient held when the backward
+            # returned, and a gradient that is the judge's own grad_output becomes sendable.
+            own = _copy_grad
             grads = {"inputs": [own(g) for g in got[:len(wrt_idx)]],
                      "params": {n: own(g) for (n, p), g in zip(_grad_params(model), got[len(wrt_idx):])}}
         if self.device == "cuda":
