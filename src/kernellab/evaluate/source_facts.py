@@ -131,23 +131,6 @@ class SourceFacts:
         if isinstance(node, ast.Call) and len(node.args) >= 2 and self.qualname(node.func) == "builtins.getattr":
             base, attr = self.qualname(node.args[0]), self.text(node.args[1])
             return f"{base}.{attr}" if base and attr else None
-        if isinstance(node, ast.Subscript):  # vars(torch.autograd)["x"], torch.__dict__["x"]: the same name
-            base, attr = self.namespace_of(node.value), self.text(node.slice)
-            return f"{base}.{attr}" if base and attr else None
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "get" \
-                and node.args:  # vars(torch).get("_C")
-            base, attr = self.namespace_of(node.func.value), self.text(node.args[0])
-            return f"{base}.{attr}" if base and attr else None
-        return None
-
-    def namespace_of(self, node: ast.AST) -> str | None:
-        """``torch.autograd`` for ``vars(torch.autograd)`` or ``torch.autograd.__dict__``: a module's
-        namespace read as a mapping."""
-        if isinstance(node, ast.Call) and len(node.args) == 1 and not node.keywords \
-                and self.qualname(node.func) == "builtins.vars":
-            return self.qualname(node.args[0])
-        if isinstance(node, ast.Attribute) and node.attr == "__dict__":
-            return self.qualname(node.value)
         return None
 
     def maximal(self, node: ast.AST) -> bool:

@@ -126,17 +126,7 @@ def _reference_findings(facts: SourceFacts) -> Iterator[Finding]:
             yield Finding("no_frame_access", node.lineno, f".{node.attr}")
         elif isinstance(node, ast.Attribute) and node.attr in CODE_ATTRS:
             yield Finding("no_dynamic_code", node.lineno, f".{node.attr} (a function's code object)")
-        if isinstance(node, (ast.Subscript, ast.Call)) and facts.maximal(node):
-            key = node.slice if isinstance(node, ast.Subscript) else None
-            mapping = node.value if isinstance(node, ast.Subscript) else None
-            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "get" \
-                    and node.args:
-                key, mapping = node.args[0], node.func.value
-            base = facts.namespace_of(mapping) if mapping is not None else None
-            if base and facts.text(key) is None and base.split(".")[0] in PROTECTED:
-                yield Finding("no_dynamic_code", node.lineno, f"{base}'s namespace read with a computed name")
-                continue
-        if not isinstance(node, (ast.Name, ast.Attribute, ast.Call, ast.Subscript)) or not facts.maximal(node):
+        if not isinstance(node, (ast.Name, ast.Attribute, ast.Call)) or not facts.maximal(node):
             continue
         if isinstance(node, ast.Call):
             if facts.qualname(node.func) != "builtins.getattr" or len(node.args) < 2:
