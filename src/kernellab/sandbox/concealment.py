@@ -219,10 +219,9 @@ def gated_entry_points() -> dict[str, Any]:
     Absent ones (other versions) are left out."""
     import _imp
     import _signal
+    import _thread
 
     import torch
-
-    import _thread
 
     found = {"signal.signal": _signal.signal, "_imp.create_builtin": _imp.create_builtin}
     # Threads: ``threading.active_count`` (what a reply reports) does not see a ``_thread`` thread,
