@@ -71,10 +71,12 @@ def test_timeout_must_be_positive():
 def test_ctrl_c_on_a_hanging_eval_ends_at_once(tmp_path):
     candidate, pid_file = _hanging(tmp_path)
     # Its own session, as a shell gives a job; the SIGINT goes to the judge's process group, the way a
-    # terminal's Ctrl-C does (the candidate's child is in a group of its own and never gets it).
+    # terminal's Ctrl-C does (the candidate's child is in a group of its own and never gets it). Started
+    # with SIGINT ignored, as a script's background job or a CI runner starts it: Ctrl-C still counts.
     proc = subprocess.Popen([sys.executable, "-m", "kernellab.cli.main", "eval", "--task", "elementwise/relu",
                              "--policy", "off", "--candidate", str(candidate)], cwd=ROOT, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, start_new_session=True)
+                            stderr=subprocess.PIPE, text=True, start_new_session=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN))
     try:
         deadline = time.monotonic() + 120
         while not pid_file.is_file() and time.monotonic() < deadline and proc.poll() is None:

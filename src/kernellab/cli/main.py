@@ -7,6 +7,7 @@ exit status 2; ``--debug`` shows the traceback instead.
 from __future__ import annotations
 
 import logging
+import signal
 import sys
 
 from kernellab.cli.early_start import run_as_command, start_fork_server_early
@@ -52,6 +53,10 @@ app.command("optimize")(optimize_cmd.optimize_command)
 
 
 def main() -> None:
+    # Ctrl-C (SIGINT) stops every command the same way, also one started with SIGINT ignored (a
+    # background job of a script, some CI runners): Python leaves an inherited "ignore" in place, and
+    # each command turns KeyboardInterrupt into keeping what it computed and exit 130.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     debug = "--debug" in sys.argv
     logging.basicConfig(level=logging.DEBUG if debug else logging.WARNING,
                         format="%(levelname)s %(name)s: %(message)s")
