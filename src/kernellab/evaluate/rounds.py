@@ -136,8 +136,9 @@ class Rounds:
                 self.concentrated(stats)
         else:
             stats = summarize(samples, seed=self.seed)
-        if traced_samples and traced_slower(float(np.median(traced_samples)), stats.median):
-            self.traced_slower(float(np.median(traced_samples)), stats.median)
+        traced_us = float(np.median(traced_samples)) if traced_samples else None
+        if traced_us is not None and traced_slower(traced_us, stats.median):
+            self.traced_slower(traced_us, stats.median)
             return None
         return _aggregate(method, rounds, samples, reason, len(self.slots.slots)), stats, first.peak_mem_bytes
 

@@ -64,6 +64,8 @@ def _copy_of(t: torch.Tensor) -> torch.Tensor:
 
 def _copy_grad(g: Any) -> Any:
     return _copy_of(g) if isinstance(g, torch.Tensor) else g
+
+
 _synchronize = torch.cuda.synchronize
 _thread_count = threading.active_count
 
@@ -447,9 +449,8 @@ class Harness:
             _audit(_CALL_RETURNED)  # the backward is the candidate's code too: checked as the forward is
             # Copies, as the outputs are: the judge sees what each gradient held when the backward
             # returned, and a gradient that is the judge's own grad_output becomes sendable.
-            own = _copy_grad
-            grads = {"inputs": [own(g) for g in got[:len(wrt_idx)]],
-                     "params": {n: own(g) for (n, p), g in zip(_grad_params(model), got[len(wrt_idx):])}}
+            grads = {"inputs": [_copy_grad(g) for g in got[:len(wrt_idx)]],
+                     "params": {n: _copy_grad(g) for (n, p), g in zip(_grad_params(model), got[len(wrt_idx):])}}
         if self.device == "cuda":
             _synchronize()
         types = [type(t).__module__ + "." + type(t).__qualname__ for t in flat]
