@@ -6,7 +6,7 @@
 # Ray, the killed worker's job was re-run (worker_lost event, tries 2), every job stored once.
 # About 4 minutes of GPU time. Needs `ray` importable (the `ray` extra); says so and stops if not.
 set -u
-export PYTHONPATH=src RAY_AUTH_MODE=disabled RAY_USAGE_STATS_ENABLED=0
+export PYTHONPATH="$PWD/src${PYTHONPATH:+:$PYTHONPATH}" RAY_AUTH_MODE=disabled RAY_USAGE_STATS_ENABLED=0
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT" runs
 nvidia-smi --query-gpu=index,name,memory.used --format=csv > "$OUT/gpus.csv" 2>&1
 if ! python -c "import ray" 2>/dev/null; then echo "ray is not installed here: nothing run" | tee "$OUT/ray_missing.txt"; exit 0; fi
@@ -63,7 +63,7 @@ def jobs(d):
         out = {}
         for j in s.jobs(run.id):
             finals = [a for a in s.attempts(j) if a.final]
-            v = finals[-1].verdict if finals else {}
+            v = finals[-1].verdict.to_dict() if finals and finals[-1].verdict is not None else {}
             out[j.key] = {"status": j.status, "verdict": v.get("status"), "correct": v.get("correct"),
                           "holdout": (v.get("holdout") or {}).get("correct"), "gpu": j.gpu, "worker": j.worker,
                           "tries": j.tries, "solves": sum(e.kind == "solve" for e in s.events(j)),
@@ -82,5 +82,5 @@ print(json.dumps({"keys_equal": a.keys() == b.keys(), "jobs": len(a), "same_verd
                   "differ": {k: [a[k], b.get(k)] for k in a if k not in same},
                   "verdicts": Counter(v["verdict"] for v in b.values())}, indent=1, default=str))
 EOF
-tail -3 "$OUT/local.log" "$OUT/ray.log"; cat "$OUT/kill.json"
+for f in "$OUT/local.log" "$OUT/ray.log"; do tail -n 3 "$f"; done; cat "$OUT/kill.json"
 tar czf "$OUT/ray_runs.tgz" --exclude='*/jobs/*' runs/ray-local runs/ray-gpu 2>/dev/null

@@ -70,3 +70,22 @@ def test_a_kernel_of_the_candidates_named_like_the_marker_is_its_work_not_a_mark
     records = [rec(END), rec(OWN), rec(own_marker), rec(CLONE), rec(END)]
     assert [r.name for r in span_records(records, identity)] == [OWN, own_marker, CLONE]
     assert own_marker in [r.name for r in candidate_records(records, identity)]
+
+
+def test_a_traced_rounds_cost_is_its_kernels_device_time_not_the_profilers_delay():
+    """Under the profiler every launch waits on the host for far longer than a short kernel runs, so
+    the traced calls' event times read 10-20x the timed ones for honest kernels. What a traced call
+    costs is its own kernels' durations as the device recorded them; the harness's loads and copies
+    between calls are not the candidate's."""
+    from kernellab.evaluate.policy_evidence import traced_device_us
+
+    def raw(name: str, us: float) -> dict:
+        return {"name": name, "stream": 7, "duration_us": us}
+
+    trace = [raw(END, 1.0),  # the launch stream's marker, ahead of the round
+             raw(CLONE, 80.0), raw(END, 1.0), raw(OWN, 10.0), raw(END, 1.0), raw(CLONE, 80.0),
+             raw(END, 1.0), raw(OWN, 12.0), raw(END, 1.0), raw(CLONE, 80.0)]
+    assert traced_device_us(trace, IDENTITY, calls=2) == 11.0
+    slipped = trace[:-1] + [raw(ADD, 400.0)]  # a library kernel run between spans is still its cost
+    assert traced_device_us(slipped, IDENTITY, calls=2) == 211.0
+    assert traced_device_us(trace[:1], IDENTITY, calls=2) is None

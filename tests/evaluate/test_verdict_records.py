@@ -36,7 +36,7 @@ VERDICT_KEYS = {"schema", "task", "candidate", "device", "mode", "versions", "po
                 "holdout", "elapsed_s", "notes"}
 TIMING_KEYS = {"config", "dtype", "phase", "method", "samples", "candidate_us", "ci95_us", "eager_us", "compile_us",
                "baseline_us", "speedup_vs_eager", "speedup_vs_compile", "speedup_vs_baseline", "achieved_gbps",
-               "achieved_tflops", "pct_of_roofline", "peak_mem_bytes", "eager_peak_mem_bytes"}
+               "achieved_tflops", "pct_of_roofline", "peak_mem_bytes", "eager_peak_mem_bytes", "traced_device_us"}
 
 
 def full_verdict() -> Verdict:
@@ -46,6 +46,7 @@ def full_verdict() -> Verdict:
                 StageResult(Stage.SANITIZE, True, skipped="no GPU")]
     v.violations = [Violation(ViolationKind.SIDE_STREAM, "work on a stream the timer does not see")]
     v.timings[0].eager_peak_mem_bytes = 8192
+    v.timings[0].traced_device_us = 9.4
     v.notes = ["a note"]
     v.compile_seconds = 1.25
     return v

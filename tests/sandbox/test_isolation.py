@@ -188,3 +188,71 @@ def test_a_grandchild_that_leaves_the_process_group_is_killed_too(server, tmp_pa
             return
         time.sleep(0.1)
     pytest.fail("a descendant that left the process group outlived its candidate")
+
+
+def _gone(pid: int, seconds: float = 6.0) -> bool:
+    for _ in range(int(seconds * 10)):
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return True
+        time.sleep(0.1)
+    return False
+
+
+def test_a_process_left_running_after_a_call_ends_the_evaluation(server, tmp_path):
+    """A process the candidate starts and leaves running would run beside the judge's timing of
+    the baselines: the judge sees it after the answer, whatever started it, and kills it."""
+    marker = tmp_path / "spawned_pid"
+    source = f"""
+        import os, sys
+        pid = os.posix_spawn(sys.executable, [sys.executable, "-c", "import time; time.sleep(600)"], {{}})
+        open({str(marker)!r}, "w").write(str(pid))
+    """
+    child = spawn(server, tmp_path, "spawner")
+    with pytest.raises(ChildFailure, match=r"left 1 process\(es\).*running after its call") as info:
+        child.request("import", 10, path=write(tmp_path, "spawner", source))
+    assert info.value.violation == "process_escape"
+    assert _gone(int(marker.read_text())), "the spawned process outlived the verdict"
+
+
+def test_a_daemon_that_left_the_session_is_still_seen(server, tmp_path):
+    """Double fork and setsid: the daemon's parent exits, and the child (a subreaper) adopts it."""
+    marker = tmp_path / "daemon_pid"
+    source = f"""
+        import os, time
+        if os.fork() == 0:
+            os.setsid()
+            if os.fork() == 0:
+                open({str(marker)!r}, "w").write(str(os.getpid()))
+                time.sleep(600)
+            os._exit(0)
+        while not os.path.exists({str(marker)!r}):
+            time.sleep(0.01)
+        os.wait()  # its parent has gone: only the daemon is left
+    """
+    child = spawn(server, tmp_path, "daemon")
+    with pytest.raises(ChildFailure, match="running after its call") as info:
+        child.request("import", 10, path=write(tmp_path, "daemon", source))
+    assert info.value.violation == "process_escape"
+    assert _gone(int(marker.read_text()))
+
+
+def test_a_process_that_ends_within_the_call_is_fine(server, tmp_path):
+    """Compilers run tools (ptxas) as processes and wait for them: that is no escape."""
+    source = """
+        import subprocess, sys
+        import torch.nn as nn
+        subprocess.run([sys.executable, "-c", "pass"], check=True)
+
+        class ModelNew(nn.Module):
+            def forward(self, x):
+                subprocess.run([sys.executable, "-c", "pass"], check=True)
+                return x + 1
+    """
+    child = spawn(server, tmp_path, "waits")
+    child.request("import", 30, path=write(tmp_path, "waits", source))
+    child.request("instantiate", 30, key="k", init_inputs=[], seed=0, state={}, dtype="float32", keep_dtype=[])
+    out = child.request("run", 30, key="k", calls=[{"inputs": [torch.zeros(3)]}], poison_bytes=[], profile=False)
+    assert torch.equal(out["results"][0]["outputs"][0], torch.ones(3))
+    child.close()

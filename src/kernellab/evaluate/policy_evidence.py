@@ -71,6 +71,18 @@ def judge_traced_calls(ctx, trace: list[dict[str, Any]], *, where: str, calls: i
     return [Violation(v.kind, f"{where}: {v.detail}") for v in judgement.violations]
 
 
+def traced_device_us(trace: list[dict[str, Any]], identity: OwnIdentity, calls: int) -> float | None:
+    """Device µs per call of the candidate's records in a traced timing round's trace (the part
+    ``span_records`` charges to it). The profiler delays every launch on the host by far more than a
+    short kernel lasts, so the traced calls' own event times say little; the kernels' durations,
+    recorded by the device, are what the calls cost. None without records."""
+    if len(trace) < 2 or calls < 1:
+        return None
+    records = [KernelRecord(name=r["name"], stream=r["stream"], duration_us=r["duration_us"], bytes=r.get("bytes"))
+               for r in trace[1:]]
+    return sum(r.duration_us for r in span_records(records, identity)) / calls
+
+
 def candidate_records(records: list[KernelRecord], identity: OwnIdentity) -> list[KernelRecord]:
     """The records charged to the candidate: all up to the last end-of-call marker (``CallSpan``),
     and after it only compute (kernels that are not data movement), since what follows is the

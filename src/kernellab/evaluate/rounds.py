@@ -42,16 +42,18 @@ JUDGE_BUDGET_FACTOR = 6.0
 CONCENTRATION_PCT = 3.0
 
 
-# A traced round's calls may be slower than the timed rounds' (the profiler's per-launch cost, no
-# spacer ahead of them), but not by this much: a candidate that runs its own kernels only while the
-# profiler is on (``torch.autograd._profiler_enabled()`` tells it) and a library's otherwise reads
-# its own kernels' time there. Loose on purpose until calibrated on a GPU across the corpus.
-TRACED_SLOWER_FACTOR = 2.0
-TRACED_SLOWER_SLACK_US = 50.0
+# The device time of a traced round's calls (its kernels' durations, which the profiler's host-side
+# cost per launch does not change) may exceed the timed calls' median a little (kernels of several
+# streams overlapping), but not by this much: a candidate that runs its own kernels only while the
+# profiler is on (``torch.autograd._profiler_enabled()`` tells it) and a library's otherwise shows
+# its own kernels' time there. The event median brackets the kernels (and the gaps between them),
+# so an honest candidate's kernels sum to less than it; the margin is for overlap and clock drift.
+TRACED_SLOWER_FACTOR = 1.5
+TRACED_SLOWER_SLACK_US = 5.0
 
 
 def traced_slower(traced_us: float, median_us: float) -> bool:
-    """Whether a traced round's median call is beyond what tracing alone explains."""
+    """Whether a traced round's device time per call is beyond what the timed calls explain."""
     return traced_us > TRACED_SLOWER_FACTOR * median_us + TRACED_SLOWER_SLACK_US
 
 
@@ -71,6 +73,11 @@ class Rounds:
 
     def traced_slower(self, traced_us: float, median_us: float) -> None:
         """Called when the traced rounds' calls were far slower than the timed ones (the row ends)."""
+
+    def traced_cost(self, times: RoundTimes) -> list[float]:
+        """What a traced round's calls cost, per call, to compare with the timed median: the base
+        takes its event times (the judge's own baselines are never traced)."""
+        return list(times.samples_us)
 
     def traced_round(self, rounds: int) -> int | None:
         """Which timed round (0-based) to trace, if any, given the ``rounds`` a row takes at the least:
@@ -116,7 +123,7 @@ class Rounds:
             if times is None:
                 return None
             if traced:
-                traced_samples += times.samples_us
+                traced_samples += self.traced_cost(times)
                 continue
             rounds.append(times)
             samples += times.samples_us
@@ -129,7 +136,7 @@ class Rounds:
             last = self.one_round(method, trace=True)
             if last is None:
                 return None  # and after its last sample: a switch after the drawn window is seen there
-            traced_samples += last.samples_us
+            traced_samples += self.traced_cost(last)
         if method == "events":
             stats, concentrated = round_statistic([r.samples_us for r in rounds], seed=self.seed)
             if concentrated:

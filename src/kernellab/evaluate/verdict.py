@@ -150,6 +150,9 @@ class Timing:
     pct_of_roofline: float | None = None
     peak_mem_bytes: int | None = None
     eager_peak_mem_bytes: int | None = None  # the eager reference's, measured where the timing runs
+    # A traced row's: device µs per call of the candidate's kernels in its traced rounds (from the
+    # trace), which must stay near ``candidate_us``; how near it stays for honest kernels is evidence too.
+    traced_device_us: float | None = None
 
     def __post_init__(self) -> None:
         self.ci95_us = tuple(self.ci95_us)

@@ -23,6 +23,7 @@ from typing import Any
 from kernellab.sandbox.channel import Channel, ChannelClosed, ChannelTimeout, ProtocolError
 from kernellab.sandbox.forkserver import ForkServer
 from kernellab.sandbox.guard import LINE_PREFIX, VIOLATION_OF_STATUS
+from kernellab.sandbox.processes import kill_descendants, live_children
 from kernellab.sandbox.requests import ChildRequest
 
 _SIGNAL_WORDS = {signal.SIGSEGV: "segmentation fault", signal.SIGABRT: "abort", signal.SIGKILL: "killed",
@@ -171,6 +172,12 @@ class CandidateProcess:
                 raise ChildFailure("harness", self.dead)
             self.dead = "the candidate process sent a message on the channel that is not the harness's answer"
             raise ChildFailure("protocol", self.dead, violation="process_escape")
+        left = live_children(self.pid)
+        if left:
+            self.kill()
+            self.dead = (f"the candidate left {len(left)} process(es) of its own running after its call "
+                         f"({', '.join(map(str, left[:3]))}): they would run beside the judge's timing")
+            raise ChildFailure("escape", self.dead, violation="process_escape")
         compile_s = reply.get("compile_s")
         if isinstance(compile_s, float) and 0 <= compile_s < 1e5:
             self.compile_seconds += compile_s
@@ -239,6 +246,7 @@ class CandidateProcess:
         return " | ".join(chosen)[:400]
 
     def kill(self) -> None:
+        kill_descendants(self.pid)  # those that left the process group too
         self.send_signal(signal.SIGKILL)
         self.channel.close()
 

@@ -24,6 +24,8 @@ import threading
 from pathlib import Path
 from typing import Any
 
+from kernellab.sandbox.processes import become_subreaper, children_of
+
 log = logging.getLogger(__name__)
 
 _PRELOAD = ("torch", "triton", "triton.language", "numpy")
@@ -195,35 +197,9 @@ def close_shared_servers() -> None:
 # ---------------------------------------------------------------------------------------- server side
 
 
-def _become_subreaper() -> bool:
-    """Orphans of a candidate (a grandchild that left the process group with setsid, then lost its
-    parent) are re-parented to this process instead of init, so they can be found and killed."""
-    import ctypes
-
-    try:
-        return ctypes.CDLL(None, use_errno=True).prctl(36, 1, 0, 0, 0) == 0  # PR_SET_CHILD_SUBREAPER
-    except (OSError, AttributeError):
-        return False
-
-
-def _children_of(pid: int) -> list[int]:
-    found = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat", "rb") as stat:
-                fields = stat.read().rsplit(b")", 1)[1].split()
-        except OSError:
-            continue
-        if int(fields[1]) == pid:
-            found.append(int(entry))
-    return found
-
-
 def _kill_orphans(spawned: set[int]) -> None:
     """Any child of the server that it did not fork itself is an escaped descendant of a candidate."""
-    for pid in _children_of(os.getpid()):
+    for pid in children_of(os.getpid()):
         if pid not in spawned:
             try:
                 os.kill(pid, signal.SIGKILL)
@@ -248,7 +224,7 @@ def _serve(fd: int) -> None:
     sock = socket.socket(fileno=fd)
     statuses: dict[int, dict[str, int]] = {}
     spawned: set[int] = set()
-    subreaper = _become_subreaper()
+    subreaper = become_subreaper()
     sock.sendall(b'{"ready": true}\n')
     buffer = b""
     while True:
@@ -298,6 +274,9 @@ def _fork_child(server_sock: socket.socket, child_fd: int, spec: dict[str, Any])
     try:
         server_sock.close()
         os.setsid()
+        # Orphans of the candidate's processes stay the child's, where the judge looks for them
+        # after every answer (``processes``).
+        become_subreaper()
         from kernellab.sandbox import child
 
         code = child.main(child_fd, spec)

@@ -15,6 +15,7 @@ from __future__ import annotations
 import logging
 import math
 import secrets
+import statistics
 import time
 
 import torch
@@ -23,7 +24,13 @@ from kernellab.evaluate import seeds
 from kernellab.evaluate.baselines import baseline_times, eager_peak_mem_bytes
 from kernellab.evaluate.checking import OUTPUT_CONTRACT_ERROR
 from kernellab.evaluate.gpu_sharing import exclusive
-from kernellab.evaluate.policy_evidence import judge_traced_calls, largest_input_bytes, request_violations
+from kernellab.evaluate.policy_evidence import (
+    judge_traced_calls,
+    largest_input_bytes,
+    own_identity,
+    request_violations,
+    traced_device_us,
+)
 from kernellab.evaluate.reference import Case
 from kernellab.evaluate.roofline import roofline, task_bytes, task_flops
 from kernellab.evaluate.rounds import Rounds
@@ -264,7 +271,8 @@ def _time_one(ctx, config: Config, dtype: str, backward: bool, holdout: bool, tr
     slots = TimingSlots(case, slot_count(case), backward)
     plan = plan_for(ctx)
     label = f"{config.label} {dtype}{' fwd+bwd' if backward else ''}"
-    measured = TimedRounds(ctx, slots, label, plan, traced=traced).run()
+    rounds = TimedRounds(ctx, slots, label, plan, traced=traced)
+    measured = rounds.run()
     if measured is None:
         return None
     times, stats, peak = measured
@@ -290,7 +298,8 @@ def _time_one(ctx, config: Config, dtype: str, backward: bool, holdout: bool, tr
                   speedup_vs_baseline=_ratio(base.baseline_us, stats.median),
                   achieved_gbps=point.achieved_gbps, achieved_tflops=point.achieved_tflops,
                   pct_of_roofline=point.pct_of_roofline, peak_mem_bytes=peak,
-                  eager_peak_mem_bytes=None if peak is None else eager_peak_mem_bytes(slots, backward))
+                  eager_peak_mem_bytes=None if peak is None else eager_peak_mem_bytes(slots, backward),
+                  traced_device_us=statistics.median(rounds.traced_seen) if rounds.traced_seen else None)
 
 
 class TimedRounds(Rounds):
@@ -302,6 +311,8 @@ class TimedRounds(Rounds):
         self.key = ctx.model_key(slots.case)
         self.backward = {"wrt": slots.wrt} if slots.backward else None
         self.gaps: GapTimes | None = None  # what the harness's own work between calls takes (GPU)
+        self._traced_device_us: float | None = None  # of the last traced round, from its trace
+        self.traced_seen: list[float] = []  # every traced round's, for the row's record
         self.ledger: GapLedger | None = None
 
     def dry_run(self, rounds: int) -> bool:
@@ -326,9 +337,18 @@ class TimedRounds(Rounds):
 
     def traced_slower(self, traced_us: float, median_us: float) -> None:
         self.ctx.violate(ViolationKind.PHASE_DETECTION,
-                         f"{self.label}: calls under the profiler took {traced_us:.1f} µs against {median_us:.1f} µs "
-                         f"timed: the candidate runs other work when it is traced")
+                         f"{self.label}: the traced calls' kernels took {traced_us:.1f} µs of device time per call "
+                         f"against {median_us:.1f} µs timed: the candidate runs other work when it is traced")
         self.failed = True
+
+    def traced_cost(self, times: RoundTimes) -> list[float]:
+        """The traced round's kernels' device µs per call (``traced_device_us``), not its event times."""
+        cost = self._traced_device_us
+        self._traced_device_us = None
+        if cost is None:
+            return []
+        self.traced_seen.append(cost)
+        return [cost]
 
     def traced_round(self, rounds: int) -> int | None:
         """For a traced row on a GPU (``_traced_rows``), one timed round drawn from the secret source
@@ -371,6 +391,7 @@ class TimedRounds(Rounds):
                                         calls=len(slots.slots), input_bytes=largest_input_bytes(slots.case.inputs),
                                         spans=True):
                 ctx.violate(v.kind, v.detail)
+            self._traced_device_us = traced_device_us(value.get("trace") or [], own_identity(ctx), len(slots.slots))
         elif ctx.session.device == "cuda" and not (warm_ms or peak) and times.method == method:
             self._check_gaps(times)
         if times.wall_s > judge_wall + WALL_SLACK_S:

@@ -1,0 +1,111 @@
+"""Processes a candidate starts, seen from outside its process.
+
+A process the candidate starts and leaves running outlives the call that started it: it runs while
+the judge checks the reply, times the eager and compiled baselines on the same GPU (a second CUDA
+context that spins there slows them, and the candidate's speedup grows), and while the next call's
+inputs load. Nothing in the candidate's process can be trusted to report it, so the judge looks at
+the process table itself after every answer.
+
+Every sandbox child is a *child subreaper*: a grandchild whose parent exits (a double fork, a
+``setsid`` daemon) is re-parented to the child, not to init. So a live descendant of the child always
+shows up as a direct child of it, and "no live child" means "no live descendant".
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import signal
+from dataclasses import dataclass
+
+_PR_SET_CHILD_SUBREAPER = 36
+
+
+@dataclass(frozen=True)
+class ProcessInfo:
+    pid: int
+    name: str  # the kernel's short command name (``comm``)
+    state: str  # R, S, D, T, Z, ...
+
+    def __str__(self) -> str:
+        return f"pid {self.pid} ({self.name})"
+
+
+def become_subreaper() -> bool:
+    """Orphaned descendants of this process are re-parented to it instead of init, where they can be
+    found and killed. False where the kernel does not offer it (then orphans go to init)."""
+    try:
+        return ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0
+    except (OSError, AttributeError):
+        return False
+
+
+def _stat(pid: int) -> tuple[int, str, str] | None:
+    """(parent pid, command name, state) of ``pid``, None if it is gone."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            raw = f.read()
+    except OSError:
+        return None
+    head, _, rest = raw.rpartition(b")")
+    fields = rest.split()
+    if len(fields) < 2:
+        return None
+    return int(fields[1]), head.partition(b"(")[2].decode(errors="replace"), fields[0].decode()
+
+
+def _listed_children(pid: int) -> list[int] | None:
+    """Children from ``/proc/PID/task/*/children`` (one small read per thread); None where the
+    kernel does not offer that file, or ``pid`` is gone."""
+    try:
+        tasks = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return None
+    found: list[int] = []
+    for tid in tasks:
+        try:
+            with open(f"/proc/{pid}/task/{tid}/children", "rb") as f:
+                found.extend(int(p) for p in f.read().split())
+        except FileNotFoundError:
+            if tid == tasks[0]:
+                return None  # no such file here at all: scan the table instead
+        except OSError:
+            continue
+    return found
+
+
+def children_of(pid: int) -> list[int]:
+    """Every process whose parent is ``pid`` now (zombies included)."""
+    listed = _listed_children(pid)
+    if listed is not None:
+        return listed
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            stat = _stat(int(entry))
+            if stat is not None and stat[0] == pid:
+                found.append(int(entry))
+    return found
+
+
+def live_children(pid: int) -> list[ProcessInfo]:
+    """The children of ``pid`` that still run (or sleep, or are stopped): zombies have ended and can
+    do nothing, so they are left out."""
+    found = []
+    for child in children_of(pid):
+        stat = _stat(child)
+        if stat is not None and stat[0] == pid and stat[2] not in ("Z", "X"):
+            found.append(ProcessInfo(child, stat[1], stat[2]))
+    return found
+
+
+def kill_descendants(pid: int) -> None:
+    """SIGKILL every live descendant of ``pid`` (those that left its process group too)."""
+    todo = [p.pid for p in live_children(pid)]
+    while todo:
+        child = todo.pop()
+        todo.extend(p.pid for p in live_children(child))  # before the kill re-parents them
+        try:
+            os.kill(child, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
