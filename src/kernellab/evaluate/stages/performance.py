@@ -218,7 +218,10 @@ def time_configs(ctx, configs: list[Config], holdout: bool = False,
     plan = [(config, dtype, backward) for config in configs
             for dtype in (ctx.session.resolved.dtypes if dtypes is None else dtypes) for backward in phases]
     traced = _traced_rows(len(plan), at_least_one=not holdout)
-    with exclusive(), ctx.quiet_gpu():  # the GPU to itself while timing (gpu_sharing, compile_ahead)
+    # The GPU to itself while timing (gpu_sharing, compile_ahead). The helpers stop first: waiting for
+    # the GPU gives up this evaluation's shared hold, and its helpers must not run on beside the
+    # timing of another evaluation that gets the GPU meanwhile.
+    with ctx.quiet_gpu(), exclusive():
         for i, (config, dtype, backward) in enumerate(plan):
             row = _time_one(ctx, config, dtype, backward, holdout, traced=i in traced)
             if row is None:  # a timed call was wrong: the stage fails, later rows are moot
