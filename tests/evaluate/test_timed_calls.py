@@ -300,7 +300,7 @@ def test_a_traced_timing_round_is_never_a_sample_and_a_traced_row_is_traced_afte
 
 def test_a_row_whose_traced_calls_are_far_slower_than_its_timed_ones_ends_without_a_time():
     """Own kernels while the profiler is on, a library's otherwise: the traced calls read the own
-    kernels' time. Beyond what the timed calls explain (1.5x + 5 µs), the row ends and the judge is told."""
+    kernels' time. Beyond what the timed calls explain (1.2x + 5 µs), the row ends and the judge is told."""
     counted = _CountedRounds(1, traced_us=1000.0)
     told = []
     counted.row.traced_slower = lambda traced, median: told.append((traced, median))

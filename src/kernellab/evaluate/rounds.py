@@ -48,7 +48,7 @@ CONCENTRATION_PCT = 3.0
 # profiler is on (``torch.autograd._profiler_enabled()`` tells it) and a library's otherwise shows
 # its own kernels' time there. The event median brackets the kernels (and the gaps between them),
 # so an honest candidate's kernels sum to less than it; the margin is for overlap and clock drift.
-TRACED_SLOWER_FACTOR = 1.5
+TRACED_SLOWER_FACTOR = 1.2
 TRACED_SLOWER_SLACK_US = 5.0
 
 
