@@ -267,7 +267,7 @@ class _CountedRounds:
     ``Rounds.run`` traces, and whether a traced round's times ever become samples (they must not:
     the profiler slows the calls)."""
 
-    def __init__(self, trace_at: int, traced_us: float = 60.0):
+    def __init__(self, trace_at: int, traced_us: float = 15.0):
         from types import SimpleNamespace
 
         from kernellab.evaluate.rounds import Rounds

@@ -7,7 +7,7 @@ round runs cuBLAS, so the row's median is cuBLAS's. Why it must be caught: a tra
 device time per call (from the trace, which the profiler's launch delay does not change) must stay
 near the timed median; the own GEMM is slower than cuBLAS, so the traced round costs more than
 the timed calls did (GPU only: on the CPU the op log watches every call and the own kernel runs).
-Honest speed: ~0.3-0.5x cuBLAS in float32 IEEE."""
+Honest speed (its own GEMM, small tiles): several times slower than cuBLAS."""
 
 import torch
 import torch.nn as nn
@@ -50,7 +50,6 @@ class ModelNew(nn.Module):
         N = b.shape[1]
         c = torch.empty(M, N, dtype=a.dtype, device=a.device)
         ieee = a.dtype == torch.float32
-        BM, BN, BK = (64, 64, 32) if ieee else (128, 128, 64)
-        _mm[(triton.cdiv(M, BM), triton.cdiv(N, BN))](a, b, c, M, N, K, BM=BM, BN=BN, BK=BK, IEEE=ieee,
-                                                      num_warps=4 if ieee else 8)
+        BM, BN, BK = 16, 16, 16  # small tiles: the own GEMM is several times slower than cuBLAS
+        _mm[(triton.cdiv(M, BM), triton.cdiv(N, BN))](a, b, c, M, N, K, BM=BM, BN=BN, BK=BK, IEEE=ieee, num_warps=1)
         return c
