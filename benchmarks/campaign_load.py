@@ -10,7 +10,7 @@ really run instead of being refused by the static scan). Each task's recorded ke
 one fault in ``forward``: ``segfault`` (``faulthandler._sigsegv()``), ``illegal_address`` (a store 2**40 elements
 out: an out-of-range access in the interpreter, an illegal address on a GPU), ``hang`` (a busy loop,
 ended by the request timeout), ``oom`` (a 32 TiB allocation), ``os_exit`` (``os._exit(0)`` from
-inside the call), ``fork`` (a grandchild left sleeping; the result is right) and ``stdout_garbage``
+inside the call), ``fork`` (a grandchild left sleeping: ``process_escape`` once the call has answered) and ``stdout_garbage``
 (binary bytes written to fd 1 on every call; the result is right). Jobs are tasks × seeds; the good
 tasks are as many as keep the faulty share at ``--faulty-share``.
 
