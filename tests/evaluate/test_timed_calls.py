@@ -352,3 +352,11 @@ def test_the_cpu_dry_run_of_the_timed_calls_is_policy_evidence(tmp_path):
         verdict = session.evaluate(path)
     assert verdict.failed_stage is not None and verdict.failed_stage.value == "timing", verdict.error
     assert "policy" in verdict.violation_kinds() and "[timed calls]" in verdict.error, verdict.error
+
+
+def test_every_row_of_a_strict_task_has_a_traced_round():
+    """A candidate sees whether it is traced; on a row without a traced round it could run a
+    library's kernels unseen. Where the policy is strict, no row goes without one."""
+    from kernellab.evaluate.stages.performance import _traced_rows
+
+    assert all(_traced_rows(18, at_least_one=False, share=1.0) == set(range(18)) for _ in range(50))

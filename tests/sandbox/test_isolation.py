@@ -256,3 +256,45 @@ def test_a_process_that_ends_within_the_call_is_fine(server, tmp_path):
     out = child.request("run", 30, key="k", calls=[{"inputs": [torch.zeros(3)]}], poison_bytes=[], profile=False)
     assert torch.equal(out["results"][0]["outputs"][0], torch.ones(3))
     child.close()
+
+
+def test_a_process_whose_leader_thread_exited_is_still_seen(server, tmp_path):
+    """A process reads as a zombie once its first thread has exited (a raw exit system call) while
+    its other threads run on: it has not ended."""
+    marker = tmp_path / "leaderless_pid"
+    helper = ("import ctypes, threading, time; threading.Thread(target=time.sleep, args=(600,)).start(); "
+              "ctypes.CDLL(None).syscall(60, 0)")  # SYS_exit of the main thread alone (x86-64)
+    source = f"""
+        import os, sys, time
+        pid = os.posix_spawn(sys.executable, [sys.executable, "-c", {helper!r}], {{}})
+        open({str(marker)!r}, "w").write(str(pid))
+        time.sleep(1.0)  # the leader has exited by now; its other thread sleeps on
+    """
+    child = spawn(server, tmp_path, "leaderless")
+    with pytest.raises(ChildFailure, match="running after its call") as info:
+        child.request("import", 20, path=write(tmp_path, "leaderless", source))
+    assert info.value.violation == "process_escape"
+    assert _gone(int(marker.read_text()))
+
+
+def test_the_candidate_process_is_stopped_while_the_judge_times_its_baselines(server, tmp_path):
+    """Every thread of it, a native pool's too: none can load the GPU beside the baselines' timing."""
+    child = spawn(server, tmp_path, "stopped")
+    child.request("import", 10, path=write(tmp_path, "stopped", GOOD))
+
+    def states() -> set[str]:
+        found = set()
+        for tid in os.listdir(f"/proc/{child.pid}/task"):
+            with open(f"/proc/{child.pid}/task/{tid}/stat", "rb") as f:
+                found.add(f.read().rpartition(b")")[2].split()[0].decode())
+        return found
+
+    with child.stopped():
+        for _ in range(50):
+            if states() <= {"T", "t"}:
+                break
+            time.sleep(0.02)
+        assert states() <= {"T", "t"}
+    child.request("import", 10, path=write(tmp_path, "again", GOOD))  # running again after the block
+    assert not states() & {"T", "t"}
+    child.close()

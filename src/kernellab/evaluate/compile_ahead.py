@@ -34,6 +34,7 @@ from kernellab.evaluate import gpu_sharing
 from kernellab.evaluate.options import Resolved
 from kernellab.evaluate.verdict import Stage
 from kernellab.sandbox.candidate import CandidateError, CandidateProcess, ChildFailure, ChildSpec
+from kernellab.sandbox.processes import kill_descendants
 from kernellab.sandbox.requests import ImportRequest, WarmRequest
 from kernellab.tasks.materialize import reference_file
 from kernellab.tasks.model import Config, Task, Visibility
@@ -150,6 +151,9 @@ class CompileAhead:
         with self._lock:
             self._paused = True
             for helper in self.helpers:
+                # A process a helper started (in a session of its own, out of its group's reach) has
+                # no business running beside a timing: killed, as the checking child's would be.
+                kill_descendants(helper.pid)
                 helper.send_signal(signal.SIGSTOP)
         try:
             yield

@@ -7,6 +7,7 @@ an OOM kill) is described from its exit status and the tail of its log. Either w
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import re
@@ -16,6 +17,7 @@ import signal
 import socket
 import sysconfig
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -249,6 +251,18 @@ class CandidateProcess:
         kill_descendants(self.pid)  # those that left the process group too
         self.send_signal(signal.SIGKILL)
         self.channel.close()
+
+    @contextlib.contextmanager
+    def stopped(self) -> Iterator[None]:
+        """The candidate's process, every thread of it, stopped for the block: the judge times its
+        baselines on the same GPU meanwhile, and a thread the candidate left behind (a native pool's,
+        which no thread count sees) could load the GPU then and slow them. Work it queued on the GPU
+        before the stop still runs."""
+        self.send_signal(signal.SIGSTOP)
+        try:
+            yield
+        finally:
+            self.send_signal(signal.SIGCONT)
 
     def send_signal(self, sig: int) -> None:
         """Send ``sig`` to the child's whole process group (SIGSTOP/SIGCONT pause and resume it)."""

@@ -34,7 +34,7 @@ from kernellab.sandbox.evidence import (CallSpan, OpLog, compiled_graphs, end_ca
                                         mark_launch_stream, poison_fill, record_interpreted_launches, start_call,
                                         take_calls, track_interpreter_launches)
 from kernellab.sandbox.own_compiles import mark_own_compiles
-from kernellab.sandbox.plain import plain_outputs
+from kernellab.sandbox.plain import harness_method, plain_outputs
 from kernellab.sandbox import interpreter_gap, interpreter_rounding
 from kernellab.tasks.materialize import (build_model, cast_model, copy_matching_state, flatten_outputs,
                                          forward_input_names, module_init_inputs, module_inputs)
@@ -52,9 +52,13 @@ _gc_disable, _gc_enable, _gc_isenabled = gc.disable, gc.enable, gc.isenabled
 # then ran candidate code outside the events. Called through the class, an instance attribute is
 # never consulted. (A ``ModelNew``'s own methods, ``named_parameters`` among them, are asked only before
 # a round's first loading.)
-_detach, _clone = torch._C.TensorBase.detach, torch._C.TensorBase.clone
-_copy_into, _set_requires_grad = torch._C.TensorBase.copy_, torch._C.TensorBase.requires_grad_
-_untyped_storage, _storage_ptr = torch._C.TensorBase.untyped_storage, torch.UntypedStorage.data_ptr
+# With ``__torch_function__`` off as well (``harness_method``): a class the candidate gave a reused
+# input would otherwise be asked to run the method.
+_detach, _clone = harness_method(torch._C.TensorBase.detach), harness_method(torch._C.TensorBase.clone)
+_copy_into = harness_method(torch._C.TensorBase.copy_)
+_set_requires_grad = harness_method(torch._C.TensorBase.requires_grad_)
+_untyped_storage = harness_method(torch._C.TensorBase.untyped_storage)
+_storage_ptr = torch.UntypedStorage.data_ptr
 _named_parameters = torch.nn.Module.named_parameters
 
 

@@ -65,3 +65,21 @@ def _walk(value: Any, flat: list[torch.Tensor], depth: int) -> None:
 def _qualname(kind: type) -> str:
     module = type.__dict__["__module__"].__get__(kind) if isinstance(kind, type) else "?"
     return f"{module}.{type.__dict__['__qualname__'].__get__(kind)}"
+
+
+_NO_TORCH_FUNCTION = torch._C.DisableTorchFunction
+
+
+def harness_method(method):
+    """``method`` (a ``TensorBase`` method, taken from the class) called with ``__torch_function__``
+    off. Taking it from the class skips an instance attribute, but the C method still hands the call
+    to ``type(t).__torch_function__``, and a candidate can give a tensor the harness reuses (a timing
+    slot's live input) a class of its own (``x.__class__ = Sub``): the harness's copies and loads
+    would then run its code outside the timed events."""
+    def call(*args):
+        with _NO_TORCH_FUNCTION():
+            return method(*args)
+
+    call.__name__ = getattr(method, "__name__", "call")
+    return call
+

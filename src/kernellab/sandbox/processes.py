@@ -88,13 +88,34 @@ def children_of(pid: int) -> list[int]:
     return found
 
 
+def _ended(pid: int, state: str) -> bool:
+    """Whether the whole process has ended. A process reads as a zombie as soon as its *leader* thread
+    has exited (a raw ``exit`` system call), while its other threads may run on: it has ended only
+    when none of its threads is left running."""
+    if state not in ("Z", "X"):
+        return False
+    try:
+        tasks = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return True
+    for tid in tasks:
+        try:
+            with open(f"/proc/{pid}/task/{tid}/stat", "rb") as f:
+                fields = f.read().rpartition(b")")[2].split()
+        except OSError:
+            continue
+        if fields and fields[0] not in (b"Z", b"X"):
+            return False
+    return True
+
+
 def live_children(pid: int) -> list[ProcessInfo]:
-    """The children of ``pid`` that still run (or sleep, or are stopped): zombies have ended and can
-    do nothing, so they are left out."""
+    """The children of ``pid`` that still run (or sleep, or are stopped): those that have ended
+    (zombies whose every thread has exited) can do nothing, so they are left out."""
     found = []
     for child in children_of(pid):
         stat = _stat(child)
-        if stat is not None and stat[0] == pid and stat[2] not in ("Z", "X"):
+        if stat is not None and stat[0] == pid and not _ended(child, stat[2]):
             found.append(ProcessInfo(child, stat[1], stat[2]))
     return found
 

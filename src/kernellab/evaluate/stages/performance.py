@@ -42,7 +42,7 @@ from kernellab.sandbox.requests import TimeRoundRequest
 from kernellab.sandbox.timing_stats import EventTimes, SampleStats, TimingPlan
 from kernellab.means import geomean
 from kernellab.tasks.materialize import TORCH_DTYPES
-from kernellab.tasks.model import Config, Visibility
+from kernellab.tasks.model import Config, Policy, Visibility
 
 log = logging.getLogger(__name__)
 
@@ -217,7 +217,8 @@ def time_configs(ctx, configs: list[Config], holdout: bool = False,
     phases = [False, True] if ctx.session.task.backward and not holdout else [False]
     plan = [(config, dtype, backward) for config in configs
             for dtype in (ctx.session.resolved.dtypes if dtypes is None else dtypes) for backward in phases]
-    traced = _traced_rows(len(plan), at_least_one=not holdout)
+    traced = _traced_rows(len(plan), at_least_one=not holdout,
+                          share=1.0 if ctx.policy is Policy.STRICT else TIMED_TRACE_SHARE)
     # The GPU to itself while timing (gpu_sharing, compile_ahead). The helpers stop first: waiting for
     # the GPU gives up this evaluation's shared hold, and its helpers must not run on beside the
     # timing of another evaluation that gets the GPU meanwhile.
@@ -232,15 +233,17 @@ def time_configs(ctx, configs: list[Config], holdout: bool = False,
 
 # The share of timing rows with one traced round (its calls checked, its times not a sample). Each
 # costs a round and a profiler (~60 ms on an H200); every row traced added 1.4 s to a warm RMSNorm
-# evaluation's 24 rows. The seen rows always have one: a candidate that puts library work on every
-# timed call is found in every evaluation, one that does it on k of n rows with 1 - 0.75^k odds.
+# evaluation's 24 rows. The seen rows always have one. Where the policy is strict, every row has one:
+# a candidate can see whether it is traced (the profiler's state is readable from inside a call), so
+# a row without a traced round is one where it may run a library's kernels unseen; a traced round on
+# every row bounds what that gains to the traced round's margin (``rounds.traced_slower``).
 TIMED_TRACE_SHARE = 0.25
 
 
-def _traced_rows(count: int, at_least_one: bool) -> set[int]:
+def _traced_rows(count: int, at_least_one: bool, share: float = TIMED_TRACE_SHARE) -> set[int]:
     """Which of ``count`` rows get a traced round, drawn from the secret source the values come from."""
     draw = secrets.SystemRandom()
-    rows = {i for i in range(count) if draw.random() < TIMED_TRACE_SHARE}
+    rows = {i for i in range(count) if draw.random() < share}
     if at_least_one and count and not rows:
         rows.add(draw.randrange(count))
     return rows
@@ -280,9 +283,10 @@ def _time_one(ctx, config: Config, dtype: str, backward: bool, holdout: bool, tr
         return None
     times, stats, peak = measured
     _check_clock(ctx, times, stats.median, label, backward)
-    base = baseline_times(session, config, dtype, backward, slots, plan, method=times.method,
-                          with_compile=not holdout and session.options.compile_baseline,
-                          check_drift=not ctx.baselines_steady)
+    with ctx.child.stopped():  # nothing of the candidate's runs beside the baselines' timing
+        base = baseline_times(session, config, dtype, backward, slots, plan, method=times.method,
+                              with_compile=not holdout and session.options.compile_baseline,
+                              check_drift=not ctx.baselines_steady)
     ctx.baselines_steady = ctx.baselines_steady or base.drift_checked
     ctx.verdict.notes.extend(n for n in base.notes if n not in ctx.verdict.notes)
     problem = case.problem

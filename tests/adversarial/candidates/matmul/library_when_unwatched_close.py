@@ -1,4 +1,5 @@
-"""OPEN HOLE (threat 4), GPU: library_when_unwatched.py with an own GEMM within 1.2x of cuBLAS. The candidate asks torch whether a profiler or a dispatch mode is
+"""EXPLOIT (threat 4), an open hole on the GPU: library_when_unwatched.py with an own GEMM within 1.2x of
+cuBLAS. The candidate asks torch whether a profiler or a dispatch mode is
 watching (names reached through ``vars()``, which the scan does not resolve) and calls cuBLAS
 whenever nobody is; its own tiled GEMM runs only on watched calls.
 
@@ -44,6 +45,9 @@ _library = vars(torch).get("matmul")
 
 
 class ModelNew(nn.Module):
+    def __init__(self):
+        super().__init__()
+
     def forward(self, a, b):
         a, b = a.contiguous(), b.contiguous()
         if not (_profiling() or _dispatch_depth() > 0):

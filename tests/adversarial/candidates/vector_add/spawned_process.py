@@ -32,6 +32,9 @@ def _alive() -> bool:
 
 
 class ModelNew(nn.Module):
+    def __init__(self):
+        super().__init__()
+
     def forward(self, a, b):
         c = torch.empty_like(a)
         if a.numel() and _alive():
