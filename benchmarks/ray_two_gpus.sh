@@ -11,13 +11,15 @@ OUT=${OUT:-/tmp/out}; mkdir -p "$OUT" runs
 nvidia-smi --query-gpu=index,name,memory.used --format=csv > "$OUT/gpus.csv" 2>&1
 if ! python -c "import ray" 2>/dev/null; then echo "ray is not installed here: nothing run" | tee "$OUT/ray_missing.txt"; exit 0; fi
 python -c "import ray; print('ray', ray.__version__)" | tee "$OUT/versions.txt"
-TASKS=elementwise/relu,softmax/softmax,normalization/rmsnorm,reductions/sum_rows,elementwise/silu,softmax/log_softmax,normalization/layernorm,reductions/max_rows,elementwise/gelu_tanh,softmax/softmax_short_rows,normalization/rmsnorm_gemma,reductions/mean_rows,elementwise/sigmoid,softmax/softmax_temperature,normalization/layernorm_no_bias,reductions/absmax_rows
-COMMON=(run --tasks "$TASKS" --agent search --agent-option search:screen=false --agent-concurrency 4
+TASKS=${TASKS:-elementwise/relu,softmax/softmax,normalization/rmsnorm,reductions/sum_rows,elementwise/silu,softmax/log_softmax,normalization/layernorm,reductions/max_rows,elementwise/gelu_tanh,softmax/softmax_short_rows,normalization/rmsnorm_gemma,reductions/mean_rows,elementwise/sigmoid,softmax/softmax_temperature,normalization/layernorm_no_bias,reductions/absmax_rows}
+# TASKS=suite BUDGET=1it LOCAL_TIMEOUT=.. RAY_TIMEOUT=..: the whole suite, one proposal per task.
+BUDGET_ARGS=(); [ -n "${BUDGET:-}" ] && BUDGET_ARGS=(--budget "$BUDGET")
+COMMON=(run --tasks "$TASKS" --agent search --agent-option search:screen=false --agent-concurrency 4 "${BUDGET_ARGS[@]}"
         --gpu-lock timing --retime-rounds 0 --eval-option compile_baseline=false --eval-option time_holdout=false
         --eval-option timing_budget_s=0.3 --eval-option dtypes=one)
 
 # 1. the local backend, both GPUs
-( time timeout 130 python -m kernellab.cli.main "${COMMON[@]}" --gpus 0,1 --out runs/ray-local ) \
+( time timeout "${LOCAL_TIMEOUT:-130}" python -m kernellab.cli.main "${COMMON[@]}" --gpus 0,1 --out runs/ray-local ) \
     > "$OUT/local.log" 2>&1; echo "local exit $?" | tee -a "$OUT/summary.txt"
 
 # 2. a one-node Ray cluster with both GPUs; one worker SIGKILLed at a third of the jobs
@@ -28,12 +30,12 @@ setsid python -c "import sys; from ray.scripts.scripts import main; sys.exit(mai
     --include-dashboard false --disable-usage-stats > "$OUT/ray_head.log" 2>&1 &
 HEAD=$!
 for i in $(seq 60); do grep -q "Ray runtime started" "$OUT/ray_head.log" && break; sleep 1; done
-( time timeout 170 python -m kernellab.cli.main "${COMMON[@]}" --backend ray --address "127.0.0.1:$PORT" \
+( time timeout "${RAY_TIMEOUT:-170}" python -m kernellab.cli.main "${COMMON[@]}" --backend ray --address "127.0.0.1:$PORT" \
     --out runs/ray-gpu ) > "$OUT/ray.log" 2>&1 &
 DRIVER=$!
 python - > "$OUT/kill.json" 2>&1 <<'EOF'
 import json, os, signal, sqlite3, subprocess, time
-db, deadline, killed = "runs/ray-gpu/results.sqlite", time.monotonic() + 170, None
+db, deadline, killed = "runs/ray-gpu/results.sqlite", time.monotonic() + float(os.environ.get("RAY_TIMEOUT", 170)), None
 while time.monotonic() < deadline and killed is None:
     time.sleep(0.3)
     try:
