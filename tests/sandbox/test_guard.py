@@ -125,6 +125,14 @@ REACHES = {
                                  "    def __torch_dispatch__(self, func, types, args=(), kwargs=None):\n"
                                  "        return func(*args, **(kwargs or {}))\n",
                                  "Spy().__enter__()", "process_escape", "pushes a torch dispatch mode"),
+    "torchscript_unit": ("import torch\nsrc = 'def f(x: int) -> int:\\n    return x\\n'\n",
+                         "vars(torch.jit)['CompilationUnit']().define(src, {}.get)", "process_escape",
+                         "compiles TorchScript"),
+    "torchscript_shared_unit": ("import torch\nimport torch.jit._state\nsrc = 'def g(x: int) -> int:\\n    return x\\n'\n",
+                                "torch.jit._state._python_cu.define(src, {}.get)", "process_escape",
+                                "compiles TorchScript"),
+    "tensor_class": ("import torch\nclass Sub(torch.Tensor):\n    pass\n", "x.__class__ = Sub", "process_escape",
+                     "changes the class of a tensor"),
     "frame_callback": ("import torch\n", "vars(torch._C._dynamo.eval_frame)['set_eval_frame'](print)",
                        "process_escape", "installs a frame evaluation callback"),
 }

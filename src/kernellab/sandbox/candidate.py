@@ -174,12 +174,7 @@ class CandidateProcess:
                 raise ChildFailure("harness", self.dead)
             self.dead = "the candidate process sent a message on the channel that is not the harness's answer"
             raise ChildFailure("protocol", self.dead, violation="process_escape")
-        left = live_children(self.pid)
-        if left:
-            self.kill()
-            self.dead = (f"the candidate left {len(left)} process(es) of its own running after its call "
-                         f"({', '.join(map(str, left[:3]))}): they would run beside the judge's timing")
-            raise ChildFailure("escape", self.dead, violation="process_escape")
+        self._no_process_left("after its call")
         compile_s = reply.get("compile_s")
         if isinstance(compile_s, float) and 0 <= compile_s < 1e5:
             self.compile_seconds += compile_s
@@ -252,6 +247,15 @@ class CandidateProcess:
         self.send_signal(signal.SIGKILL)
         self.channel.close()
 
+    def _no_process_left(self, when: str) -> None:
+        """A process of the candidate's own still running ends the evaluation (``processes``)."""
+        left = live_children(self.pid)
+        if left:
+            self.kill()
+            self.dead = (f"the candidate left {len(left)} process(es) of its own running {when} "
+                         f"({', '.join(map(str, left[:3]))}): they would run beside the judge's timing")
+            raise ChildFailure("escape", self.dead, violation="process_escape")
+
     @contextlib.contextmanager
     def stopped(self) -> Iterator[None]:
         """The candidate's process, every thread of it, stopped for the block: the judge times its
@@ -260,6 +264,9 @@ class CandidateProcess:
         before the stop still runs."""
         self.send_signal(signal.SIGSTOP)
         try:
+            # Stopped, it starts nothing more; a process it started after its last answer (from a
+            # thread no count sees, in a session of its own that the group's stop misses) is here now.
+            self._no_process_left("while the judge timed the baselines")
             yield
         finally:
             self.send_signal(signal.SIGCONT)

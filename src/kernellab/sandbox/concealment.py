@@ -236,6 +236,12 @@ def gated_entry_points() -> dict[str, Any]:
         found[f"torch._C._dynamo.eval_frame.{name}"] = getattr(eval_frame, name, None)
     for name in ("_push_on_torch_dispatch_stack", "_push_on_torch_function_stack", "_dispatch_library"):
         found[f"torch._C.{name}"] = getattr(torch._C, name, None)
+    # TorchScript: a scripted graph's ``fork`` runs on torch's inter-op pool, a native thread no count
+    # sees, and can call back into Python there (an ignored function); its fusers write kernels.
+    for name in _TORCHSCRIPT:
+        found[f"torch._C.{name}"] = getattr(torch._C, name, None)
+    cu = getattr(torch._C, "CompilationUnit", None)
+    found["torch._C.CompilationUnit.define"] = getattr(cu, "define", None)
     # The profiler's switches: the harness's trace of a call is its evidence, and collection paused
     # around a library kernel (``toggle_collection_dynamic``) would leave it out.
     autograd = getattr(torch._C, "_autograd", None)
@@ -243,6 +249,12 @@ def gated_entry_points() -> dict[str, Any]:
                  "_enable_profiler_legacy", "_disable_profiler_legacy"):
         found[f"torch._C._autograd.{name}"] = getattr(autograd, name, None)
     return {label: fn for label, fn in found.items() if fn is not None}
+
+
+_TORCHSCRIPT = ("_jit_script_compile", "_jit_script_class_compile", "_jit_script_compile_overload",
+                "_jit_script_interface_compile", "_create_function_from_trace", "_create_function_from_trace_with_dict",
+                "_create_method_from_trace", "import_ir_module", "import_ir_module_from_buffer",
+                "_import_ir_module_from_package")
 
 
 def _namespaces() -> frozenset[str]:
@@ -287,7 +299,8 @@ def install_gates(refuse: Callable[[str], None], originals: dict[str, Any],
             "torch._C._push_on_torch_function_stack": "pushes a torch function mode",
             "_thread": "starts a thread (it would run beside the harness's work)",
             "profiler": "switches the profiler (the harness's evidence of what ran)",
-            "torch._C._dispatch_library": "registers kernels for the library's own operators (torch.library)"}
+            "torch._C._dispatch_library": "registers kernels for the library's own operators (torch.library)",
+            "torchscript": "compiles TorchScript (its forks run on torch's own threads)"}
     # The gates sit in library namespaces, where the candidate reads their closures: they reach the
     # guard's ``refuse`` only through a generator's frame (audited to read), never a cell holding it.
     refuse = sealed(_through_generator)(refuse)
@@ -305,9 +318,17 @@ def install_gates(refuse: Callable[[str], None], originals: dict[str, Any],
             gate = sealed(_guarded_call)(original, refuse, what["_thread"])
         elif label == "torch._C._dispatch_library":
             gate = sealed(_guarded_call)(original, refuse, what[label], frozenset(), sealed(_library_of)(_namespaces()))
+        elif label == "torch._C.CompilationUnit.define" or label.removeprefix("torch._C.") in _TORCHSCRIPT:
+            gate = sealed(_refusing)(refuse, what["torchscript"])
         else:  # _imp.create_builtin
             gate = sealed(_fresh_builtins_only)(original, refuse, frozenset(sys.modules))
         gate.__name__ = getattr(original, "__name__", gate.__name__)
+        if label == "torch._C.CompilationUnit.define":  # a method: the class holds it, and every unit
+            import torch                                   # (``torch.jit._state._python_cu``) reaches it there
+
+            setattr(torch._C.CompilationUnit, "define", gate)  # noqa: B010 - its metaclass refuses type.__setattr__
+            gated.append(label)
+            continue
         for d, key in sites.get(label, ()):
             if d.get(key) is original or type(d.get(key)) is types.FunctionType:
                 d[key] = gate

@@ -163,7 +163,8 @@ def arm() -> Guard:
         "armed_ns": time.time_ns(),
         "stat": os.stat, "getframe": sys._getframe, "get_ident": __import__("_thread").get_ident,
         "write": os.write, "exit": os._exit, "function_type": types.FunctionType, "module_type": types.ModuleType,
-        "code_type": types.CodeType, "statuses": (ESCAPE_STATUS, TAMPER_STATUS, VIOLATION_OF_STATUS),
+        "code_type": types.CodeType, "tensor_type": _tensor_base(),
+        "statuses": (ESCAPE_STATUS, TAMPER_STATUS, VIOLATION_OF_STATUS),
         "line_prefix": LINE_PREFIX, "watched": _WATCHED, "frame_getters": _FRAME_GETTERS, "rebinding": _REBINDING,
         "frame_events": _FRAME_EVENTS, "graph_events": _GRAPH_EVENTS, "memory_events": _MEMORY_EVENTS,
     }
@@ -182,6 +183,12 @@ def arm() -> Guard:
     return Guard(check, untrust, gated)
 
 
+def _tensor_base() -> type | None:
+    """torch's tensor base class where torch is loaded (the child always has it)."""
+    torch = sys.modules.get("torch")
+    return getattr(getattr(torch, "_C", None), "TensorBase", None)
+
+
 def _make_policy(cfg):  # noqa: C901 - one sealed closure on purpose: its helpers must not be module globals a candidate can patch
     """The audit hook and its helpers; built by ``concealment.sealed`` (private globals)."""
     prefixes, passing_files = cfg["prefixes"], cfg["passing_files"]
@@ -191,6 +198,7 @@ def _make_policy(cfg):  # noqa: C901 - one sealed closure on purpose: its helper
     importlib_files, timing_modules, loaded = cfg["importlib_files"], cfg["timing_modules"], cfg["loaded"]
     getframe, get_ident, write, exit_, stat = cfg["getframe"], cfg["get_ident"], cfg["write"], cfg["exit"], cfg["stat"]
     function_type, module_type, code_type = cfg["function_type"], cfg["module_type"], cfg["code_type"]
+    tensor_type = cfg["tensor_type"]
     armed_ns = cfg["armed_ns"]
     escape, tamper, names = cfg["statuses"]
     line_prefix = cfg["line_prefix"]
@@ -360,6 +368,10 @@ def _make_policy(cfg):  # noqa: C901 - one sealed closure on purpose: its helper
             if attr == "__class__":
                 if type(target) is module_type or type(target) is function_type or issubclass(type(target), type):
                     breach(escape, "changes the class of a module, function or class", frame)
+                if tensor_type is not None and issubclass(type(target), tensor_type):
+                    # A class of its own on a tensor the harness handles (a timing slot's input) would
+                    # run its __torch_function__ in the harness's reads, copies and loads.
+                    breach(escape, "changes the class of a tensor", frame)
                 return
             if attr == "__bases__":
                 breach(escape, "changes the bases of a class", frame)

@@ -8,8 +8,9 @@ the call to ``type(t).__torch_function__``, and the candidate gives the live ``b
 candidate's hook, which computes ``a + b`` for the values just loaded, before the call's start event;
 the call returns the stash. Canary: a call on an input seen before returns zeros unless the hook
 stashed a result for exactly these values (``b._version``), so it passes only if the hook ran inside
-every loading. Why it must be caught: the harness's tensor methods run with ``__torch_function__``
-off (``plain.harness_method``), so no class of the candidate's is asked. Honest speed: the add's."""
+every loading. Why it must be caught: the guard refuses a change of a tensor's class, and the harness's
+tensor methods run with ``__torch_function__`` off (``plain.harness_method``), so no class of the
+candidate's would be asked anyway. Honest speed: the add's."""
 
 import weakref
 
