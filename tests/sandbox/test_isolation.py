@@ -298,3 +298,4 @@ def test_the_candidate_process_is_stopped_while_the_judge_times_its_baselines(se
     child.request("import", 10, path=write(tmp_path, "again", GOOD))  # running again after the block
     assert not states() & {"T", "t"}
     child.close()
+

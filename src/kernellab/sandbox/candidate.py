@@ -282,6 +282,9 @@ class CandidateProcess:
         """Ask the child to let go of the judge's memory and exit; killed at once instead when it is
         still running a request whose answer nobody will read (an interrupted evaluation: a candidate
         that hangs would otherwise hold the caller for the 30 s the polite exit waits)."""
+        # Its processes first, while it lives: once it has exited, one it started after its last
+        # answer (in a session of its own) would be the fork server's orphan, and outlive the server.
+        kill_descendants(self.pid)
         if not self.dead and not self.busy:
             try:
                 self.channel.send({"op": "exit"})  # the child lets go of the judge's memory, then answers

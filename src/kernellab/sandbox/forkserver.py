@@ -24,7 +24,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from kernellab.sandbox.processes import become_subreaper, children_of
+from kernellab.sandbox.processes import become_subreaper, children_of, kill_descendants
 
 log = logging.getLogger(__name__)
 
@@ -129,6 +129,7 @@ class ForkServer:
         except OSError:
             pass
         if self.proc.poll() is None:
+            kill_descendants(self.proc.pid)  # its children, and orphans in sessions of their own
             try:
                 os.killpg(self.proc.pid, signal.SIGKILL)
             except ProcessLookupError:
