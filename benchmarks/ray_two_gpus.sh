@@ -12,17 +12,23 @@ nvidia-smi --query-gpu=index,name,memory.used --format=csv > "$OUT/gpus.csv" 2>&
 if ! python -c "import ray" 2>/dev/null; then echo "ray is not installed here: nothing run" | tee "$OUT/ray_missing.txt"; exit 0; fi
 python -c "import ray; print('ray', ray.__version__)" | tee "$OUT/versions.txt"
 TASKS=${TASKS:-elementwise/relu,softmax/softmax,normalization/rmsnorm,reductions/sum_rows,elementwise/silu,softmax/log_softmax,normalization/layernorm,reductions/max_rows,elementwise/gelu_tanh,softmax/softmax_short_rows,normalization/rmsnorm_gemma,reductions/mean_rows,elementwise/sigmoid,softmax/softmax_temperature,normalization/layernorm_no_bias,reductions/absmax_rows}
-# TASKS=suite BUDGET=1it LOCAL_TIMEOUT=.. RAY_TIMEOUT=..: the whole suite, one proposal per task.
+# TASKS=suite BUDGET=1it CONCURRENCY=8 LOCAL_TIMEOUT=.. RAY_TIMEOUT=..: the whole suite, one proposal per task.
+# PHASES=local | ray | compare (default all three): a phase per device call; RESUME=1 resumes a phase's run.
+PHASES=${PHASES:-local,ray,compare}
+RESUME_ARGS=(); [ -n "${RESUME:-}" ] && RESUME_ARGS=(--resume)
 BUDGET_ARGS=(); [ -n "${BUDGET:-}" ] && BUDGET_ARGS=(--budget "$BUDGET")
-COMMON=(run --tasks "$TASKS" --agent search --agent-option search:screen=false --agent-concurrency 4 "${BUDGET_ARGS[@]}"
+COMMON=(run --tasks "$TASKS" --agent search --agent-option search:screen=false --agent-concurrency "${CONCURRENCY:-4}" "${BUDGET_ARGS[@]}"
         --gpu-lock timing --retime-rounds 0 --eval-option compile_baseline=false --eval-option time_holdout=false
         --eval-option timing_budget_s=0.3 --eval-option dtypes=one)
 
 # 1. the local backend, both GPUs
-( time timeout "${LOCAL_TIMEOUT:-130}" python -m kernellab.cli.main "${COMMON[@]}" --gpus 0,1 --out runs/ray-local ) \
+if [[ $PHASES == *local* ]]; then
+( time timeout "${LOCAL_TIMEOUT:-130}" python -m kernellab.cli.main "${COMMON[@]}" --gpus 0,1 --out runs/ray-local "${RESUME_ARGS[@]}" ) \
     > "$OUT/local.log" 2>&1; echo "local exit $?" | tee -a "$OUT/summary.txt"
+fi
 
 # 2. a one-node Ray cluster with both GPUs; one worker SIGKILLed at a third of the jobs
+if [[ $PHASES == *ray* ]]; then
 PORT=$(python -c "import socket; s=socket.socket(); s.bind(('127.0.0.1', 0)); print(s.getsockname()[1])")
 mkdir -p /tmp/klray-head
 setsid python -c "import sys; from ray.scripts.scripts import main; sys.exit(main())" start --block --head \
@@ -31,7 +37,7 @@ setsid python -c "import sys; from ray.scripts.scripts import main; sys.exit(mai
 HEAD=$!
 for i in $(seq 60); do grep -q "Ray runtime started" "$OUT/ray_head.log" && break; sleep 1; done
 ( time timeout "${RAY_TIMEOUT:-170}" python -m kernellab.cli.main "${COMMON[@]}" --backend ray --address "127.0.0.1:$PORT" \
-    --out runs/ray-gpu ) > "$OUT/ray.log" 2>&1 &
+    --out runs/ray-gpu "${RESUME_ARGS[@]}" ) > "$OUT/ray.log" 2>&1 &
 DRIVER=$!
 python - > "$OUT/kill.json" 2>&1 <<'EOF'
 import json, os, signal, sqlite3, subprocess, time
@@ -53,6 +59,8 @@ print(json.dumps(killed))
 EOF
 wait $DRIVER; echo "ray exit $?" | tee -a "$OUT/summary.txt"
 kill -9 -- -$HEAD 2>/dev/null; wait $HEAD 2>/dev/null
+fi
+[[ $PHASES == *compare* ]] || exit 0
 
 # 3. compare, and the evidence
 python - <<'EOF' | tee "$OUT/ray_gpu.json"

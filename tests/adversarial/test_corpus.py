@@ -53,9 +53,9 @@ def gpu_lock():
         yield None
         return
     from kernellab.evaluate.gpu_sharing import set_guards
-    from kernellab.run.scheduler import GpuLock
+    from kernellab.run.scheduler import GpuLock, physical_gpu
 
-    lock = GpuLock(torch.cuda.current_device())
+    lock = GpuLock(physical_gpu(torch.cuda.current_device()))
     set_guards(lock.exclusive, lock.alone)
     yield lock
     set_guards(None)

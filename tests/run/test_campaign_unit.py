@@ -3,6 +3,9 @@ interleaved order, the store's campaign record and its resume checks."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 import threading
 import time
 
@@ -21,6 +24,7 @@ from kernellab.run.campaign import (
 from kernellab.run.scheduler import (
     EvaluationGate,
     GpuLock,
+    physical_gpu,
     _rounds_left,
     interleaved_order,
     plan_slots,
@@ -76,6 +80,56 @@ def test_workers_are_spread_over_gpus_round_robin():
 
 def test_interleaved_order_rotates_the_first():
     assert interleaved_order(["a", "b", "c"], 3) == ["a", "b", "c", "b", "c", "a", "c", "a", "b"]
+
+
+@pytest.mark.parametrize(("visible", "index", "expected"), [
+    (None, 1, "1"), ("2,3", 1, "3"), (" 2, 3 ", 0, "2"), ("GPU-5e1f,GPU-77aa", 1, "GPU-77aa")])
+def test_a_gpu_is_named_by_its_entry_in_cuda_visible_devices(visible, index, expected):
+    assert physical_gpu(index, {} if visible is None else {"CUDA_VISIBLE_DEVICES": visible}) == expected
+
+
+@pytest.mark.parametrize("visible", ["", "2,3"])
+def test_a_gpu_this_process_does_not_see_is_an_error(visible):
+    with pytest.raises(ValueError, match="not visible"):
+        physical_gpu(2, {"CUDA_VISIBLE_DEVICES": visible})
+
+
+def test_processes_seeing_one_gpu_under_different_indices_share_its_lock(tmp_path):
+    """A worker under CUDA_VISIBLE_DEVICES=3 (its GPU is index 0 there) and a campaign under
+    CUDA_VISIBLE_DEVICES=2,3 (index 1) hold one lock; GPU 0 of a process that sees every GPU is another."""
+    env = {**os.environ, "CUDA_VISIBLE_DEVICES": "3", "KERNELLAB_LOCK_DIR": str(tmp_path)}
+    holder = subprocess.Popen([sys.executable, "-c", (
+        "import sys, time; from kernellab.run.scheduler import GpuLock, physical_gpu; "
+        "lock = GpuLock(physical_gpu(0)); lock.acquire(); print('held', flush=True); sys.stdin.readline()")],
+        env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        mine = GpuLock(physical_gpu(1, {"CUDA_VISIBLE_DEVICES": "2,3"}), tmp_path)
+        other = GpuLock(physical_gpu(0, {}), tmp_path)
+        other.acquire()  # GPU 0 is free
+        got = threading.Event()
+        waiter = threading.Thread(target=lambda: (mine.acquire(), got.set()))
+        waiter.start()
+        time.sleep(0.5)
+        assert not got.is_set()
+        holder.communicate("\n", timeout=10)
+        waiter.join(10)
+        assert got.is_set()
+        mine.release()
+        other.release()
+    finally:
+        holder.kill()
+
+
+def test_the_local_backend_points_each_worker_at_the_gpu_it_was_given(monkeypatch):
+    """``--gpus 0,1`` counts the GPUs this process sees: under CUDA_VISIBLE_DEVICES=2,3 they are 2 and 3."""
+    from kernellab.run.backends.local import LocalBackend
+
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "2,3")
+    backend = LocalBackend(plan_slots((0, 1), 3), interpret=False)
+    assert [backend.environment(s)["CUDA_VISIBLE_DEVICES"] for s in backend.slots] == ["2", "3", "2"]
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES")
+    assert [backend.environment(s)["CUDA_VISIBLE_DEVICES"] for s in backend.slots] == ["0", "1", "0"]
 
 
 def test_gpu_lock_is_exclusive_and_the_gate_holds_it_while_evaluating(tmp_path):

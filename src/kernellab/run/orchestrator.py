@@ -24,7 +24,7 @@ from rich.console import Console
 from kernellab.report.cells import plural
 from kernellab.run.campaign import CampaignError, CampaignSpec, Placement, open_campaign
 from kernellab.run.progress import CampaignProgress, Standing
-from kernellab.run.scheduler import FINALISTS_FILE, LOCK_SCOPES, plan_slots
+from kernellab.run.scheduler import FINALISTS_FILE, LOCK_SCOPES, physical_gpu, plan_slots
 
 log = logging.getLogger(__name__)
 
@@ -161,14 +161,14 @@ def _retime(run_dir: Path, gpu: int, rounds: int, console: Console) -> dict[str,
     """In a process of its own that sees only ``gpu`` (the orchestrator never touches CUDA); its
     progress lines are shown as they come. Every finished round is in the store already, so a
     re-timing cut short goes on from there with ``--resume``."""
-    env = {**os.environ, "CUDA_VISIBLE_DEVICES": str(gpu)}
+    env = {**os.environ, "CUDA_VISIBLE_DEVICES": physical_gpu(gpu)}
     code = ("import sys; from pathlib import Path; from kernellab.score.store import Store; "
             "from kernellab.run.scheduler import retime_finalists; "
             "s = Store.open(Path(sys.argv[1]), create=False); "
             f"say = lambda line: print({_PROGRESS!r} + line, file=sys.stderr, flush=True); "
             "retime_finalists(s, s.latest_run(), int(sys.argv[2]), rounds=int(sys.argv[3]), progress=say)")
     other: list[str] = []
-    with subprocess.Popen([sys.executable, "-c", code, str(run_dir), str(gpu), str(rounds)], env=env,
+    with subprocess.Popen([sys.executable, "-c", code, str(run_dir), "0", str(rounds)], env=env,
                           stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True) as proc:
         assert proc.stderr is not None
         for line in proc.stderr:

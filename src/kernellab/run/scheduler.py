@@ -6,13 +6,14 @@ interleaved re-timing of finalists.
   round-robin over the GPUs (``CUDA_VISIBLE_DEVICES`` names one per worker), so K may exceed the GPU
   count.
 - **GPU evaluation slots**: one per GPU. A worker judges a kernel only while it holds its GPU's
-  ``GpuLock`` — an ``flock`` on ``<lock dir>/gpu-<index>.lock``, shared by every campaign on the host —
+  ``GpuLock`` — an ``flock`` on ``<lock dir>/gpu-<name>.lock`` (``physical_gpu``: its entry in
+  ``CUDA_VISIBLE_DEVICES``, so one name whatever each process sees), shared by every campaign on the host —
   so two timings never share a GPU, while the other workers' agents keep working. ``EvaluationGate``
   takes the lock when a solve reports ``evaluating`` or ``final`` and gives it back at its next report.
   Its scope is ``evaluation`` (the lock held exclusively for the whole evaluation) or ``timing``: the
   lock held *shared* while a kernel is judged (correctness checks of several workers overlap on the
   GPU) and *exclusively* around each timing (``gpu_sharing.set_guards(lock.exclusive, lock.alone)``), so a timing still has the GPU
-  to itself. A turnstile (``gpu-<index>.turn.lock``) keeps a waiting timing from being starved by a
+  to itself. A turnstile (``gpu-<name>.turn.lock``) keeps a waiting timing from being starved by a
   stream of correctness checks.
 - **Finalists**: at the end, the final kernel of every job that passed is timed again on one GPU,
   round-robin over the finalists for several rounds (``interleaved_order``), so clock and thermal drift
@@ -29,9 +30,10 @@ import gc
 import json
 import logging
 import os
+import re
 import statistics
 import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Self
@@ -65,6 +67,20 @@ def plan_slots(gpus: Sequence[int], agent_concurrency: int) -> list[WorkerSlot]:
 
 def lock_dir() -> Path:
     return Path(os.environ.get("KERNELLAB_LOCK_DIR", default_cache_dir() / "locks"))
+
+
+def physical_gpu(index: int, environ: Mapping[str, str] | None = None) -> str:
+    """The host-wide name of this process's visible GPU ``index``: its entry in ``CUDA_VISIBLE_DEVICES``
+    (an index, a ``GPU-`` UUID or a MIG name), or the index where that is unset. Locks are named by it
+    and workers are pointed at it, so a campaign started with ``CUDA_VISIBLE_DEVICES=2,3`` runs on GPUs
+    2 and 3 and shares their locks with every other process on the host, not those of GPUs 0 and 1."""
+    visible = (os.environ if environ is None else environ).get("CUDA_VISIBLE_DEVICES")
+    if visible is None:
+        return str(index)
+    entries = [entry.strip() for entry in visible.split(",") if entry.strip()]
+    if not 0 <= index < len(entries):
+        raise ValueError(f"GPU {index} is not visible here (CUDA_VISIBLE_DEVICES={visible!r})")
+    return entries[index]
 
 
 class _FileLock:
@@ -128,11 +144,14 @@ class GpuLock:
     One ``GpuLock`` per GPU and process: ``flock`` locks belong to an open file, so two objects on
     the same file in one process exclude each other like two processes do."""
 
-    def __init__(self, gpu: int, directory: Path | None = None) -> None:
+    def __init__(self, gpu: int | str, directory: Path | None = None) -> None:
+        """``gpu``: the GPU's host-wide name (``physical_gpu``), not an index under another process's
+        ``CUDA_VISIBLE_DEVICES``."""
         self.gpu = gpu
         folder = directory or lock_dir()
-        self._use = _FileLock(folder / f"gpu-{gpu}.lock", folder / f"gpu-{gpu}.turn.lock")
-        self._presence = _FileLock(folder / f"gpu-{gpu}.presence.lock", folder / f"gpu-{gpu}.presence.turn.lock")
+        name = "gpu-" + re.sub(r"[^A-Za-z0-9_.-]", "_", str(gpu))  # a MIG name holds slashes
+        self._use = _FileLock(folder / f"{name}.lock", folder / f"{name}.turn.lock")
+        self._presence = _FileLock(folder / f"{name}.presence.lock", folder / f"{name}.presence.turn.lock")
         self.path = self._use.path
         self.turnstile = self._use.turnstile
         self._mutex = threading.RLock()  # the threads of one process take turns in changing the mode
@@ -297,7 +316,7 @@ def retime_options(run: RunRecord):
 
 def retime_finalists(store: Store, run: RunRecord, gpu: int, *, rounds: int = 3,
                      progress: Callable[[str], None] | None = None) -> dict[str, Any]:
-    """Time every finalist again on ``gpu`` (this process must see it as its only device), interleaved,
+    """Time every finalist again on visible GPU ``gpu`` (this process must see it as its only device), interleaved,
     holding its lock throughout; record a ``retime`` event per job and ``finalists.json`` (per job:
     the rounds' speedups, their median, geometric mean and 95% interval over the rounds).
 
@@ -319,7 +338,7 @@ def retime_finalists(store: Store, run: RunRecord, gpu: int, *, rounds: int = 3,
     todo = _rounds_left(interleaved_order(chosen, rounds), samples)
     sessions: dict[str, EvalSession] = {}
     current = None
-    with GpuLock(gpu), contextlib.ExitStack() as stack:
+    with GpuLock(physical_gpu(gpu)), contextlib.ExitStack() as stack:
         for f in todo:
             if f.task_id != current and current is not None:
                 sessions[current].drop_cases()  # its memory back until its next round
@@ -339,7 +358,7 @@ def retime_finalists(store: Store, run: RunRecord, gpu: int, *, rounds: int = 3,
             if progress:
                 shown = f"x{speedup:.3f}" if speedup else verdict.status.value
                 progress(f"{done}/{total} {f.task_id} {f.agent} round {sample['round']}: {shown}")
-    document = {"gpu": gpu, "rounds": rounds, "finalists": []}
+    document = {"gpu": physical_gpu(gpu), "rounds": rounds, "finalists": []}
     for f in chosen:
         xs = [s["speedup_vs_eager"] for s in samples[f.job_id][:rounds] if s["speedup_vs_eager"]]
         interval = ratio_interval(xs)

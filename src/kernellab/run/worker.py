@@ -25,7 +25,7 @@ from kernellab.evaluate.gpu_sharing import set_guards
 from kernellab.run.campaign import campaign_spec
 from kernellab.run.job import execute_job
 from kernellab.run.queue import JobQueue
-from kernellab.run.scheduler import EvaluationGate, GpuLock
+from kernellab.run.scheduler import EvaluationGate, GpuLock, physical_gpu
 from kernellab.score.store import Store
 
 log = logging.getLogger(__name__)
@@ -50,7 +50,8 @@ def work(run_dir: Path, name: str, *, gpu: int | None, interpret: bool, watch_pa
         if run is None:
             raise RuntimeError(f"{run_dir}: no campaign recorded")
         spec = campaign_spec(run)
-        lock = GpuLock(gpu) if gpu is not None and not interpret else None
+        # its CUDA_VISIBLE_DEVICES names its one GPU; the lock is that GPU's, whatever index ``gpu`` is
+        lock = GpuLock(physical_gpu(0)) if gpu is not None and not interpret else None
         if lock is not None:  # timings; an evaluation that ran short of memory beside others
             set_guards(lock.exclusive, lock.alone)
         while True:

@@ -19,7 +19,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from kernellab.evaluate.gpu_sharing import SHARED_BY_ENV
-from kernellab.run.scheduler import WorkerSlot
+from kernellab.run.scheduler import WorkerSlot, physical_gpu
 
 log = logging.getLogger(__name__)
 
@@ -51,7 +51,8 @@ class LocalBackend:
 
     def environment(self, slot: WorkerSlot) -> dict[str, str]:
         env = dict(os.environ)
-        env["CUDA_VISIBLE_DEVICES"] = "" if self.interpret or slot.gpu is None else str(slot.gpu)
+        # --gpus counts the GPUs this process sees, as torch does: slot 1 under CUDA_VISIBLE_DEVICES=2,3 is GPU 3
+        env["CUDA_VISIBLE_DEVICES"] = "" if self.interpret or slot.gpu is None else physical_gpu(slot.gpu)
         env["PYTHONUNBUFFERED"] = "1"
         if slot.gpu is not None and not self.interpret:  # its share of the GPU's memory for kept cases
             env[SHARED_BY_ENV] = str(sum(1 for s in self.slots if s.gpu == slot.gpu))
