@@ -89,7 +89,8 @@ def _marks(case: dict) -> list:
     if case.get("open"):  # a hole known and not yet closed: it must fail until it is, then say so
         marks.append(pytest.mark.xfail(strict=True, reason=f"open: {case['open']}"))
     if case.get("open_gpu") and GPU:  # honest on the CPU (its claim is the GPU's), open on the GPU
-        marks.append(pytest.mark.xfail(strict=True, reason=f"open on the GPU: {case['open_gpu']}"))
+        # at_margin: a gain at a bound's edge, caught on some runs (noise decides), so not strict
+        marks.append(pytest.mark.xfail(strict=not case.get("at_margin"), reason=f"open on the GPU: {case['open_gpu']}"))
     if case.get("open_cpu") and not GPU:  # closed by GPU evidence, still open on the CPU's
         marks.append(pytest.mark.xfail(strict=True, reason=f"open on the CPU: {case['open_cpu']}"))
     return marks

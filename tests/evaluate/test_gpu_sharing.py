@@ -167,3 +167,67 @@ def test_evaluations_leave_no_device_memory_behind():
     kept = flusher_for("cuda").nbytes  # the judge's L2 flush buffer (256 MiB), kept for the process
     assert second - before < kept + (160 << 20), f"{(second - before) / 2**20:.0f} MiB still allocated"
     assert second <= first + (16 << 20)
+
+
+def _stopped_pids() -> set[int]:
+    """Processes of this host in the stopped state (``T``)."""
+    found = set()
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                stat = (entry / "stat").read_text()
+            except OSError:
+                continue
+            if stat[stat.rindex(")") + 2] == "T":
+                found.add(int(entry.name))
+    return found
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+@in_fresh_process
+def test_a_neighbours_queued_work_makes_a_row_timed_again_and_the_candidate_waits_stopped():
+    """Another evaluation's kernels still running when the GPU changes hands are played by this
+    process's: from the guard's entry (this evaluation has the GPU), a thread of the judge's keeps
+    matmuls queued on a stream of its own for half a second, beside the candidate's first timed rows.
+    A row whose gaps show them is timed again, and the honest kernel passes. While the guard is
+    waited for, the candidate's process is stopped (no helpers here: only it can be)."""
+    import threading
+    import time
+
+    from kernellab.evaluate.options import EvalOptions
+    from kernellab.evaluate.session import EvalSession
+    from kernellab.evaluate.verdict import Status
+    from kernellab.tasks.load import load_task
+
+    stopped_at_entry: list[set[int]] = []
+    a = torch.randn(4096, 4096, device="cuda")
+
+    def busy(until: float) -> None:
+        side = torch.cuda.Stream()
+        with torch.cuda.stream(side):
+            while time.monotonic() < until:
+                a @ a
+                side.synchronize()
+
+    workers: list[threading.Thread] = []
+
+    @contextlib.contextmanager
+    def neighbour_left_work():
+        stopped_at_entry.append(_stopped_pids())
+        if not workers:
+            workers.append(threading.Thread(target=busy, args=(time.monotonic() + 0.5,), daemon=True))
+            workers[0].start()
+        yield
+
+    options = EvalOptions(device="cuda", time_holdout=False, dtypes=("float32",), compile_ahead=0)
+    with EvalSession(load_task("normalization/rmsnorm"), options) as session:
+        try:
+            set_guards(neighbour_left_work)
+            verdict = session.evaluate(EXAMPLE)
+        finally:
+            set_guards(None)
+            workers[0].join() if workers else None
+    assert stopped_at_entry and all(stopped_at_entry), "the candidate ran on while its evaluation waited"
+    assert verdict.status is Status.PASSED, (verdict.error, verdict.notes)
+    print("notes:", [n for n in verdict.notes if "timed again" in n])

@@ -133,6 +133,7 @@ class OwnKernelReader:
             key = (path, stat.st_mtime, stat.st_size)
             if key not in self._binaries:
                 self._binaries[key] = frozenset(entry_identifiers(path, tool))
+                log.debug("own kernels in %s: %s", path, sorted(self._binaries[key]))
             found |= self._binaries[key]
         return found
 

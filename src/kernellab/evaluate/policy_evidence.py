@@ -66,6 +66,8 @@ def judge_traced_calls(ctx, trace: list[dict[str, Any]], *, where: str, calls: i
     rest = span_records(records[1:], identity) if spans else candidate_records(records[1:], identity)
     limit = host_read_limit(input_bytes, calls) if input_bytes else None
     judgement = judge_trace(rest, identity, ctx.policy, marker.stream, host_limit=limit, calls=calls)
+    log.debug("%s: %d records, own kernels known %s, judged own %s", where, len(rest), sorted(identity.kernels),
+              sorted(judgement.own_kernels))
     if judgement.strict_share is not None:  # benchmarks/strict_share.py collects these
         log.debug("strict share %.4f at %s", judgement.strict_share, where)
     return [Violation(v.kind, f"{where}: {v.detail}") for v in judgement.violations]

@@ -257,16 +257,16 @@ class CandidateProcess:
             raise ChildFailure("escape", self.dead, violation="process_escape")
 
     @contextlib.contextmanager
-    def stopped(self) -> Iterator[None]:
+    def stopped(self, during: str = "while the judge timed the baselines") -> Iterator[None]:
         """The candidate's process, every thread of it, stopped for the block: the judge times its
-        baselines on the same GPU meanwhile, and a thread the candidate left behind (a native pool's,
-        which no thread count sees) could load the GPU then and slow them. Work it queued on the GPU
-        before the stop still runs."""
+        baselines on the same GPU meanwhile (or another evaluation times its own), and a thread the
+        candidate left behind (a native pool's, which no thread count sees) could load the GPU then
+        and slow them. Work it queued on the GPU before the stop still runs."""
         self.send_signal(signal.SIGSTOP)
         try:
             # Stopped, it starts nothing more; a process it started after its last answer (from a
             # thread no count sees, in a session of its own that the group's stop misses) is here now.
-            self._no_process_left("while the judge timed the baselines")
+            self._no_process_left(during)
             yield
         finally:
             self.send_signal(signal.SIGCONT)

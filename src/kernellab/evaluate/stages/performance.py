@@ -12,18 +12,20 @@ also compares the child's clock with its own, and times the baselines itself on 
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import math
 import secrets
 import statistics
 import time
+from collections.abc import Iterator
 
 import torch
 
 from kernellab.evaluate import seeds
 from kernellab.evaluate.baselines import baseline_times, eager_peak_mem_bytes
 from kernellab.evaluate.checking import OUTPUT_CONTRACT_ERROR
-from kernellab.evaluate.gpu_sharing import exclusive
+from kernellab.evaluate.gpu_sharing import exclusive, has_guards
 from kernellab.evaluate.policy_evidence import (
     judge_traced_calls,
     largest_input_bytes,
@@ -219,16 +221,31 @@ def time_configs(ctx, configs: list[Config], holdout: bool = False,
             for dtype in (ctx.session.resolved.dtypes if dtypes is None else dtypes) for backward in phases]
     traced = _traced_rows(len(plan), at_least_one=not holdout,
                           share=1.0 if ctx.policy is Policy.STRICT else TIMED_TRACE_SHARE)
-    # The GPU to itself while timing (gpu_sharing, compile_ahead). The helpers stop first: waiting for
-    # the GPU gives up this evaluation's shared hold, and its helpers must not run on beside the
-    # timing of another evaluation that gets the GPU meanwhile.
-    with ctx.quiet_gpu(), exclusive():
+    # The GPU to itself while timing (gpu_sharing, compile_ahead). The helpers and the candidate's own
+    # process stop first: waiting for the GPU gives up this evaluation's shared hold, and nothing of
+    # this candidate's may run on beside the timing of another evaluation that gets the GPU meanwhile
+    # (a thread of its own left launching work would slow that one's calls and baselines).
+    with ctx.quiet_gpu(), _exclusive_with_candidate_stopped(ctx):
         for i, (config, dtype, backward) in enumerate(plan):
             row = _time_one(ctx, config, dtype, backward, holdout, traced=i in traced)
             if row is None:  # a timed call was wrong: the stage fails, later rows are moot
                 return rows
             rows.append(row)
     return rows
+
+
+@contextlib.contextmanager
+def _exclusive_with_candidate_stopped(ctx) -> Iterator[None]:
+    """The GPU held exclusively; the candidate's process stopped until it is (its work queued before
+    the stop still runs: ``_measured_row`` times a row again when that, or anything else another
+    evaluation left on a shared GPU, shows in its gaps)."""
+    if not has_guards():  # the GPU is this evaluation's alone: nothing to wait for
+        yield
+        return
+    with contextlib.ExitStack() as held:
+        with ctx.child.stopped("while its evaluation waited for the GPU"):
+            held.enter_context(exclusive())
+        yield
 
 
 # The share of timing rows with one traced round (its calls checked, its times not a sample). Each
@@ -277,12 +294,10 @@ def _time_one(ctx, config: Config, dtype: str, backward: bool, holdout: bool, tr
     slots = TimingSlots(case, slot_count(case), backward)
     plan = plan_for(ctx)
     label = f"{config.label} {dtype}{' fwd+bwd' if backward else ''}"
-    rounds = TimedRounds(ctx, slots, label, plan, traced=traced)
-    measured = rounds.run()
+    rounds, measured = _measured_row(ctx, slots, label, plan, traced, backward)
     if measured is None:
         return None
     times, stats, peak = measured
-    _check_clock(ctx, times, stats.median, label, backward)
     with ctx.child.stopped():  # nothing of the candidate's runs beside the baselines' timing
         base = baseline_times(session, config, dtype, backward, slots, plan, method=times.method,
                               with_compile=not holdout and session.options.compile_baseline,
@@ -307,6 +322,30 @@ def _time_one(ctx, config: Config, dtype: str, backward: bool, holdout: bool, tr
                   pct_of_roofline=point.pct_of_roofline, peak_mem_bytes=peak,
                   eager_peak_mem_bytes=None if peak is None else eager_peak_mem_bytes(slots, backward),
                   traced_device_us=statistics.median(rounds.traced_seen) if rounds.traced_seen else None)
+
+
+def _measured_row(ctx, slots: TimingSlots, label: str, plan: TimingPlan, traced: bool, backward: bool):
+    """The row's rounds and what they measured, with the clock checks (``GapLedger``, ``_check_clock``).
+
+    Where other evaluations share the GPU (``gpu_sharing.has_guards``), work one of them left queued
+    on it when it stopped (the exclusive hold stops processes, not their queued kernels) shows in a
+    row's gaps and host clock like hidden work of the candidate's. So a row whose only findings are
+    those is timed once more, from scratch, and the second row's findings stand: work the candidate
+    hides is there again, a neighbour's leftovers rarely are. The first row's samples are dropped,
+    so a candidate that hides work only in one row gains nothing by it."""
+    before = len(ctx.verdict.violations)
+    for attempt in (1, 2):
+        rounds = TimedRounds(ctx, slots, label, plan, traced=traced)
+        measured = rounds.run()
+        if measured is not None:
+            _check_clock(ctx, measured[0], measured[1].median, label, backward)
+        found = ctx.verdict.violations[before:]
+        clock_only = bool(found) and all(v.kind is ViolationKind.TIMER_TAMPER for v in found)
+        if attempt == 2 or not clock_only or not has_guards() or ctx.timing_failures:
+            return rounds, measured
+        del ctx.verdict.violations[before:]
+        ctx.verdict.notes.append(f"timed again beside other evaluations on the GPU: {found[0].detail}")
+    raise AssertionError("unreachable")
 
 
 class TimedRounds(Rounds):
