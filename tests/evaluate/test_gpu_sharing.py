@@ -32,7 +32,7 @@ def in_fresh_process(test):
     def wrapper(*args, **kwargs):
         if os.environ.get(_FRESH) == "1":
             return test(*args, **kwargs)
-        proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-m", "gpu",
+        proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-m", "gpu", "--show-capture=no",
                                f"{__file__}::{test.__name__}"], env={**os.environ, _FRESH: "1"},
                               capture_output=True, text=True, timeout=600)
         assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]

@@ -9,6 +9,7 @@ renamed to look suffixed.
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import sys
@@ -165,3 +166,41 @@ def test_extension_entry_points_carry_the_suffix(tmp_path):
     identity = OwnKernelReader("unused.py", None, tmp_path).identity()
     assert kernel_origin(f"void ns::add_kernel{OWN_SUFFIX}<float>(float const*, float*, int)", identity) is Origin.OWN
     assert kernel_origin("ampere_sgemm_128x64_nn", identity) is Origin.LIBRARY
+
+
+@pytest.mark.skipif(NVCC is None or cuobjdump() is None, reason="needs nvcc and cuobjdump")
+def test_a_binary_cuobjdump_could_not_read_is_read_again_and_meanwhile_known_by_source(tmp_path, monkeypatch):
+    """A busy host's cuobjdump that fails or times out once proves nothing about the binary: that
+    judgement recognises the kernels by their source names (with a note), and the next reads it."""
+    source = rename_globals("template <typename T> __global__ void decode_kernel(T* x) { x[0] = T(1); }\n"
+                            "void launch(float* x) { decode_kernel<float><<<1, 1>>>(x); }\n")
+    (tmp_path / "k.cu").write_text(source)
+    (tmp_path / "ext").mkdir()
+    build = subprocess.run([NVCC, "-shared", "-Xcompiler", "-fPIC", "-arch=sm_90", str(tmp_path / "k.cu"), "-o",
+                            str(tmp_path / "ext" / "k.so")], capture_output=True, text=True, timeout=280)
+    if build.returncode != 0:
+        pytest.skip(f"nvcc could not build here: {build.stderr.strip()[-200:]}")
+    real = cuobjdump()
+    tools = tmp_path / "bin"
+    tools.mkdir()
+    (tools / "cuobjdump").write_text(f"#!/bin/sh\n[ -e {tmp_path}/failed ] && exec {real} \"$@\"\n"
+                                     f"touch {tmp_path}/failed; echo busy >&2; exit 1\n")
+    (tools / "cuobjdump").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{tools}:{os.environ['PATH']}")
+    reader = OwnKernelReader("unused.py", None, tmp_path / "ext", source_cuda_names=["decode_kernel"])
+    first = reader.identity()
+    assert first.kernels == {"decode_kernel" + OWN_SUFFIX}
+    assert any("could not read k.so" in note for note in first.notes)
+    reader.source_cuda_names = frozenset()  # what follows is the binary's own reading, not the source's
+    assert reader.identity().kernels == {"decode_kernel" + OWN_SUFFIX}
+    assert entry_identifiers(tmp_path / "gone.so", real) is None  # not read: not the same as "no kernels"
+
+
+def test_a_host_only_binary_has_no_kernels(tmp_path):
+    cc = shutil.which("cc") or shutil.which("gcc")
+    tool = cuobjdump()
+    if cc is None or tool is None:
+        pytest.skip("needs a C compiler and cuobjdump")
+    (tmp_path / "h.c").write_text("int f(void) { return 1; }\n")
+    subprocess.run([cc, "-shared", "-fPIC", str(tmp_path / "h.c"), "-o", str(tmp_path / "h.so")], check=True)
+    assert entry_identifiers(tmp_path / "h.so", tool) == set()

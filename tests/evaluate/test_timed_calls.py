@@ -348,7 +348,10 @@ def test_the_cpu_dry_run_of_the_timed_calls_is_policy_evidence(tmp_path):
     do: library compute on the timed calls only is a strict task's ``policy`` violation in ``timing``."""
     path = tmp_path / "library_in_timed_rounds.py"
     path.write_text(LIBRARY_IN_TIMED_ROUNDS)
-    with EvalSession(load_task(ADVERSARIAL / "tasks" / "vector_add"), EvalOptions(**OPTIONS)) as session:
+    # the dry run is what a machine without a GPU runs: on the CPU also where a GPU is (there, the
+    # checked calls' trace already sees the library's kernel and the evaluation ends at smoke)
+    options = EvalOptions(**OPTIONS, device="cpu")
+    with EvalSession(load_task(ADVERSARIAL / "tasks" / "vector_add"), options) as session:
         verdict = session.evaluate(path)
     assert verdict.failed_stage is not None and verdict.failed_stage.value == "timing", verdict.error
     assert "policy" in verdict.violation_kinds() and "[timed calls]" in verdict.error, verdict.error

@@ -123,28 +123,46 @@ class OwnKernelReader:
             return set()
         tool = cuobjdump()
         if tool is None:
-            note = "no cuobjdump here: the candidate's CUDA kernels were recognised by their source names"
-            if note not in self._notes:
-                self._notes.append(note)
-            return {n + OWN_SUFFIX for n in self.source_cuda_names}
+            self._note("no cuobjdump here: the candidate's CUDA kernels were recognised by their source names")
+            return self._by_source()
         found: set[str] = set()
         for path in binaries:
             stat = path.stat()
             key = (path, stat.st_mtime, stat.st_size)
             if key not in self._binaries:
-                self._binaries[key] = frozenset(entry_identifiers(path, tool))
-                log.debug("own kernels in %s: %s", path, sorted(self._binaries[key]))
+                read = entry_identifiers(path, tool)
+                if read is None:  # read again next time (a busy host's timeout is no proof of anything)
+                    self._note(f"cuobjdump could not read {path.name} once: its kernels were recognised by "
+                               f"their source names for that judgement")
+                    found |= self._by_source()
+                    continue
+                self._binaries[key] = frozenset(read)
+                log.debug("own kernels in %s: %s", path, sorted(read))
             found |= self._binaries[key]
         return found
 
+    def _by_source(self) -> set[str]:
+        return {n + OWN_SUFFIX for n in self.source_cuda_names}
 
-def entry_identifiers(binary: Path, tool: str) -> set[str]:
-    """Names (suffixed ones only) of the kernel entry points in a binary's embedded device code."""
+    def _note(self, note: str) -> None:
+        if note not in self._notes:
+            self._notes.append(note)
+
+
+def entry_identifiers(binary: Path, tool: str) -> set[str] | None:
+    """Names (suffixed ones only) of the kernel entry points in a binary's embedded device code; None
+    when ``tool`` could not read it (a failure, a timeout): not the same as a binary without any."""
     try:
-        listing = subprocess.run([tool, "-symbols", str(binary)], capture_output=True, text=True, timeout=60).stdout
+        done = subprocess.run([tool, "-symbols", str(binary)], capture_output=True, text=True, timeout=60)
     except (OSError, subprocess.SubprocessError) as exc:
         log.warning("cuobjdump failed on %s: %s", binary, exc)
-        return set()
+        return None
+    if done.returncode != 0 and "does not contain device code" in done.stderr:
+        return set()  # a host-only binary: read, and no kernels in it
+    if done.returncode != 0:
+        log.warning("cuobjdump failed on %s (exit %d): %s", binary, done.returncode, done.stderr.strip()[-300:])
+        return None
+    listing = done.stdout
     return {ident for symbol in _ENTRY.findall(listing) for ident in mangled_identifiers(symbol)
             if ident.endswith(OWN_SUFFIX)}
 
