@@ -56,3 +56,48 @@ def test_what_torch_writes_into_the_environment_starts_no_second_server_and_reac
     # A value the judge started with is what the children keep, whatever torch writes over it later.
     monkeypatch.setattr(forkserver, "_AT_START", {"TRITON_PTXAS_PATH": "/usr/local/cuda/bin/ptxas"})
     assert forkserver.kept_env()["TRITON_PTXAS_PATH"] == "/usr/local/cuda/bin/ptxas"
+
+
+JUDGE = '''
+import os, signal, sys, time
+from pathlib import Path
+from kernellab.sandbox.candidate import CandidateProcess, ChildSpec
+from kernellab.sandbox.forkserver import ForkServer
+work = Path(sys.argv[1])
+env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(work), "TRITON_INTERPRET": "1"}
+server = ForkServer(env, work / "forkserver.log")
+child = CandidateProcess(server, ChildSpec("cpu", True, {"PATH": env["PATH"], "HOME": str(work)}, work / "child.log"))
+child.send_signal(signal.SIGSTOP)  # as while its evaluation waits for the GPU
+print(server.proc.pid, child.pid, flush=True)
+time.sleep(600)
+'''
+
+
+def _gone(pid: int) -> bool:
+    try:
+        stat = open(f"/proc/{pid}/stat").read()
+    except OSError:
+        return True
+    return stat[stat.rindex(")") + 2] in "ZX"
+
+
+def test_a_judge_killed_takes_its_fork_server_and_stopped_children_with_it(tmp_path):
+    """A judge killed (a timeout's SIGKILL) while its candidate is stopped: the stopped child would
+    never read the end of its channel, and held its GPU memory for good. The fork server sees its
+    socket close and kills every descendant before it exits."""
+    import subprocess
+    import sys
+
+    judge = subprocess.Popen([sys.executable, "-c", JUDGE, str(tmp_path)], stdout=subprocess.PIPE, text=True)
+    try:
+        server_pid, child_pid = map(int, judge.stdout.readline().split())
+        assert not _gone(child_pid)
+        judge.kill()
+        judge.wait(10)
+        deadline = time.monotonic() + 15
+        while time.monotonic() < deadline and not (_gone(child_pid) and _gone(server_pid)):
+            time.sleep(0.1)
+        assert _gone(child_pid), "the stopped candidate outlived its judge"
+        assert _gone(server_pid), "the fork server outlived its judge"
+    finally:
+        judge.kill()

@@ -236,7 +236,8 @@ def _serve(fd: int) -> None:
         if not readable:
             continue
         data, fds, _, _ = socket.recv_fds(sock, 1 << 20, 4)
-        if not data:
+        if not data:  # the judge is gone (killed, or it closed us): nothing of its evaluations may stay
+            kill_descendants(os.getpid())
             return
         buffer += data
         while b"\n" in buffer:
