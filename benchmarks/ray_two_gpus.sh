@@ -14,6 +14,7 @@ python -c "import ray; print('ray', ray.__version__)" | tee "$OUT/versions.txt"
 TASKS=${TASKS:-elementwise/relu,softmax/softmax,normalization/rmsnorm,reductions/sum_rows,elementwise/silu,softmax/log_softmax,normalization/layernorm,reductions/max_rows,elementwise/gelu_tanh,softmax/softmax_short_rows,normalization/rmsnorm_gemma,reductions/mean_rows,elementwise/sigmoid,softmax/softmax_temperature,normalization/layernorm_no_bias,reductions/absmax_rows}
 # TASKS=suite BUDGET=1it CONCURRENCY=8 LOCAL_TIMEOUT=.. RAY_TIMEOUT=..: the whole suite, one proposal per task.
 # PHASES=local | ray | compare (default all three): a phase per device call; RESUME=1 resumes a phase's run.
+# GPUS=0 (the local phase only): one GPU instead of two.
 PHASES=${PHASES:-local,ray,compare}
 RESUME_ARGS=(); [ -n "${RESUME:-}" ] && RESUME_ARGS=(--resume)
 BUDGET_ARGS=(); [ -n "${BUDGET:-}" ] && BUDGET_ARGS=(--budget "$BUDGET")
@@ -23,7 +24,7 @@ COMMON=(run --tasks "$TASKS" --agent search --agent-option search:screen=false -
 
 # 1. the local backend, both GPUs
 if [[ $PHASES == *local* ]]; then
-( time timeout "${LOCAL_TIMEOUT:-130}" python -m kernellab.cli.main "${COMMON[@]}" --gpus 0,1 --out runs/ray-local "${RESUME_ARGS[@]}" ) \
+( time timeout "${LOCAL_TIMEOUT:-130}" python -m kernellab.cli.main "${COMMON[@]}" --gpus "${GPUS:-0,1}" --out runs/ray-local "${RESUME_ARGS[@]}" ) \
     > "$OUT/local.log" 2>&1; echo "local exit $?" | tee -a "$OUT/summary.txt"
 fi
 
