@@ -25,7 +25,7 @@ MANIFEST = tomllib.loads((HERE / "manifest.toml").read_text())["case"]
 
 CASE_KEYS = {"kind", "task", "candidate", "expect", "violation", "also_ok", "status", "stage", "gpu_only",
              "holdout_only", "cpu_status", "threat", "why", "reason", "input", "open", "open_cpu",
-             "open_gpu", "at_margin", "neutralised_below"}
+             "open_gpu", "at_margin", "neutralised_below", "sanitize"}
 VIOLATIONS = {v.value for v in ViolationKind}
 STATUSES = {s.value for s in Status}
 STAGES = {s.value for s in Stage}

@@ -204,3 +204,29 @@ def test_a_host_only_binary_has_no_kernels(tmp_path):
     (tmp_path / "h.c").write_text("int f(void) { return 1; }\n")
     subprocess.run([cc, "-shared", "-fPIC", str(tmp_path / "h.c"), "-o", str(tmp_path / "h.so")], check=True)
     assert entry_identifiers(tmp_path / "h.so", tool) == set()
+
+
+@pytest.mark.skipif(NVCC is None or cuobjdump() is None, reason="needs nvcc and cuobjdump")
+def test_a_build_replaced_in_the_folder_keeps_the_kernels_it_had(tmp_path):
+    """The checking child keeps the module it loaded when another build replaces the file (a process
+    of the candidate's compiling the same extension again): its kernels are still the candidate's."""
+    ext = tmp_path / "ext"
+    ext.mkdir()
+
+    def build(source: str) -> None:
+        (tmp_path / "k.cu").write_text(source)
+        done = subprocess.run([NVCC, "-shared", "-Xcompiler", "-fPIC", "-arch=sm_90", str(tmp_path / "k.cu"), "-o",
+                               str(ext / "k.so")], capture_output=True, text=True, timeout=280)
+        if done.returncode != 0:
+            pytest.skip(f"nvcc could not build here: {done.stderr.strip()[-200:]}")
+
+    plain = "template <typename T> __global__ void gqa_kernel(T* x) { x[0] = T(1); }\n" \
+            "void launch(float* x) { gqa_kernel<float><<<1, 1>>>(x); }\n"
+    build(rename_globals(plain))
+    reader = OwnKernelReader("unused.py", None, ext)
+    assert reader.identity().kernels == {"gqa_kernel" + OWN_SUFFIX}
+    build(plain)  # the same file, built again from the source as written
+    identity = reader.identity()
+    assert identity.kernels == {"gqa_kernel" + OWN_SUFFIX}
+    assert kernel_origin(f"void gqa_kernel{OWN_SUFFIX}<float>(float*)", identity) is Origin.OWN
+    assert kernel_origin("void gqa_kernel<float>(float*)", identity) is not Origin.OWN

@@ -120,7 +120,7 @@ class OwnKernelReader:
             return set()
         binaries = [p for p in self.extensions.rglob("*.so") if p.is_file()]
         if not binaries:
-            return set()
+            return set().union(*self._binaries.values())
         tool = cuobjdump()
         if tool is None:
             self._note("no cuobjdump here: the candidate's CUDA kernels were recognised by their source names")
@@ -139,7 +139,9 @@ class OwnKernelReader:
                 self._binaries[key] = frozenset(read)
                 log.debug("own kernels in %s: %s", path, sorted(read))
             found |= self._binaries[key]
-        return found
+        # And every binary read before, replaced since: a process keeps the module it loaded, and any
+        # build in the candidate's folders is its compile (only suffixed names count).
+        return found.union(*self._binaries.values())
 
     def _by_source(self) -> set[str]:
         return {n + OWN_SUFFIX for n in self.source_cuda_names}

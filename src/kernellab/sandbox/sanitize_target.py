@@ -104,7 +104,12 @@ def main(argv: list[str]) -> int:
     phase, label = "import", ""
     try:
         from kernellab.sandbox.candidate_module import load_candidate
+        from kernellab.sandbox.own_compiles import mark_own_compiles
 
+        # The same renamed sources the checking child built: its Triton cache and extension builds,
+        # which this process shares, are then loaded as they are. A build from the plain source would
+        # be a different one, compiled again into the shared folder over the checked one.
+        mark_own_compiles(job["candidate"])
         _module, model_cls = load_candidate(job["candidate"], f"kernellab_candidate_{os.getpid()}",
                                             bool(job.get("reference_class")))
         mark("imported")
