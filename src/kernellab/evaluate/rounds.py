@@ -202,12 +202,15 @@ def round_statistic(rounds: list[list[float]], seed: int = 0) -> tuple[SampleSta
 def _aggregate(method: str, rounds: list[RoundTimes], samples: list[float], reason: str, slots: int) -> EventTimes:
     calls = rounds[0].calls if method == "graph" else 1
     flushes = [f for r in rounds for f in r.flush_us]
+    loads = [u for r in rounds for u in r.load_us]
     per_round = [EventTimes(samples_us=tuple(r.samples_us), method=method, wall_s=r.wall_s,
-                            flush_us=float(np.median(r.flush_us)) if r.flush_us else 0.0, calls_per_sample=calls,
+                            flush_us=float(np.median(r.flush_us)) if r.flush_us else 0.0,
+                            load_us=float(np.median(r.load_us)) if r.load_us else 0.0, calls_per_sample=calls,
                             stop_reason=reason, spacer_s=r.spacer_s, hook_s=r.between_s).wall_per_call_us
                  for r in rounds if r.samples_us]
     return EventTimes(samples_us=tuple(samples), method=method, wall_s=sum(r.wall_s for r in rounds),
-                      flush_us=float(np.median(flushes)) if flushes else 0.0, calls_per_sample=calls,
+                      flush_us=float(np.median(flushes)) if flushes else 0.0,
+                      load_us=float(np.median(loads)) if loads else 0.0, calls_per_sample=calls,
                       stop_reason=reason, spacer_s=sum(r.spacer_s for r in rounds),
                       hook_s=sum(r.between_s for r in rounds), batch=slots,
                       median_round_wall_per_call_us=float(np.median(per_round)) if per_round else math.nan)

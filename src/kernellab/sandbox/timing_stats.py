@@ -129,7 +129,7 @@ class EventTimes:
     device synchronisation after it: it bounds from above everything the device did for those calls,
     on any stream, so the judge can compare it with the event times (which miss side streams).
     Device time inside ``wall_s`` but outside the samples is measured with events too: ``flush_us``
-    (median of one L2 flush; 0 without flushing), ``spacer_s`` (total time the stream was held before
+    (median of one L2 flush; 0 without flushing), ``load_us`` (median of one call's loading), ``spacer_s`` (total time the stream was held before
     batches, see ``_Spacer``) and ``hook_s`` (total device time of the ``after`` hook's work).
     ``wall_per_call_us`` removes them, so it should sit a few µs above the median.
     """
@@ -144,6 +144,11 @@ class EventTimes:
     hook_s: float = 0.0
     hook_idle_us: float = 0.0  # host µs of one ``after`` hook on an idle device (it synchronises)
     batch: int = 0  # samples per batch (one synchronisation each); 0: not recorded
+    # Median device µs of loading one call's fresh values (0: none). A call's inputs are loaded right
+    # before it, inside the wall clock: for a 1 GiB KV cache read by a 550 µs decode kernel, ~900 µs
+    # of each call's host time (measured on an H100). The judge's gap check (``GapLedger``) bounds
+    # what may run in that window.
+    load_us: float = 0.0
     # The median over rounds of each round's ``wall_per_call_us`` (nan: not recorded). A host that
     # deschedules the child (other evaluations on its cores) stretches some rounds; work outside the
     # events that moves the median call time must be in at least half of them.
@@ -155,13 +160,14 @@ class EventTimes:
 
     @property
     def wall_per_call_us(self) -> float:
-        """Host-clock µs per timed call, less the flushes, spacers and hook work the events measured."""
+        """Host-clock µs per timed call, less the loadings, flushes, spacers and hook work the events
+        measured."""
         if not self.samples_us:
             return math.nan
         busy_s = self.wall_s - self.spacer_s - self.hook_s
         # The hook's host work (small torch ops and a synchronising read) is not in its device time.
         hook_host_us = max(0.0, self.hook_idle_us - self.hook_s * 1e6 / self.calls)
-        return busy_s * 1e6 / self.calls - self.flush_us / self.calls_per_sample - hook_host_us
+        return busy_s * 1e6 / self.calls - (self.flush_us + self.load_us) / self.calls_per_sample - hook_host_us
 
     def summary(self, *, seed: int = 0) -> SampleStats:
         return summarize(self.samples_us, seed=seed)
