@@ -132,9 +132,10 @@ class OwnKernelReader:
             if key not in self._binaries:
                 read = entry_identifiers(path, tool)
                 if read is None:  # read again next time (a busy host's timeout is no proof of anything)
-                    self._note(f"cuobjdump could not read {path.name} once: its kernels were recognised by "
-                               f"their source names for that judgement")
-                    found |= self._by_source()
+                    # Nothing of it counts meanwhile: an unreadable file (one the candidate wrote
+                    # there) must never widen what is taken for the candidate's own.
+                    self._note(f"cuobjdump could not read {path.name}: no kernel of it counted as the "
+                               f"candidate's until it could")
                     continue
                 self._binaries[key] = frozenset(read)
                 log.debug("own kernels in %s: %s", path, sorted(read))
