@@ -25,7 +25,7 @@ from typing import Any
 from kernellab.sandbox.channel import Channel, ChannelClosed, ChannelTimeout, ProtocolError
 from kernellab.sandbox.forkserver import ForkServer
 from kernellab.sandbox.guard import LINE_PREFIX, VIOLATION_OF_STATUS
-from kernellab.sandbox.processes import kill_descendants, live_children
+from kernellab.sandbox.processes import Unsettled, kill_descendants, settled_live_children
 from kernellab.sandbox.requests import ChildRequest
 
 _SIGNAL_WORDS = {signal.SIGSEGV: "segmentation fault", signal.SIGABRT: "abort", signal.SIGKILL: "killed",
@@ -249,7 +249,12 @@ class CandidateProcess:
 
     def _no_process_left(self, when: str) -> None:
         """A process of the candidate's own still running ends the evaluation (``processes``)."""
-        left = live_children(self.pid)
+        try:
+            left = settled_live_children(self.pid)
+        except Unsettled:
+            self.kill()
+            self.dead = f"the candidate's processes kept starting new ones {when}: they would run beside the judge's timing"
+            raise ChildFailure("escape", self.dead, violation="process_escape") from None
         if left:
             self.kill()
             self.dead = (f"the candidate left {len(left)} process(es) of its own running {when} "

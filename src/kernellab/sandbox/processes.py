@@ -120,13 +120,48 @@ def live_children(pid: int) -> list[ProcessInfo]:
     return found
 
 
-def kill_descendants(pid: int) -> None:
-    """SIGKILL every live descendant of ``pid`` (those that left its process group too)."""
-    todo = [p.pid for p in live_children(pid)]
-    while todo:
-        child = todo.pop()
-        todo.extend(p.pid for p in live_children(child))  # before the kill re-parents them
+# How many times the children are read before a list that keeps changing is an answer in itself.
+SETTLE_READS = 200
+
+
+class Unsettled(Exception):
+    """The children of a process kept changing over ``SETTLE_READS`` reads: processes keep starting."""
+
+
+def settled_live_children(pid: int, reads: int = SETTLE_READS) -> list[ProcessInfo]:
+    """``live_children`` read between two equal lists of ``pid``'s children, zombies included.
+
+    One read is a snapshot a process can slip out of: a chain whose every process starts the next
+    in a session of its own and exits at once is, at the moment its state is read, always the one
+    that has just exited, while its successor is still a grandchild. But when a process exits, its
+    children are re-parented (to the subreaper) before it reads as a zombie: so if its state read
+    ended, the next list of children differs from the one it came from, and the read is repeated.
+    A list that never settles raises ``Unsettled``."""
+    before = sorted(children_of(pid))
+    for _ in range(reads):
+        live = live_children(pid)
+        now = sorted(children_of(pid))
+        if now == before:
+            return live
+        before = now
+    raise Unsettled(f"the children of {pid} changed on each of {reads} reads")
+
+
+def kill_descendants(pid: int, rounds: int = SETTLE_READS) -> None:
+    """SIGKILL every live descendant of ``pid`` (those that left its process group too), again until
+    a settled read finds none: a chain of short-lived processes, each starting the next, is ahead of
+    one walk of the tree."""
+    for _ in range(rounds):
         try:
-            os.kill(child, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
+            if not settled_live_children(pid, reads=3):
+                return
+        except Unsettled:
             pass
+        todo = [p.pid for p in live_children(pid)]
+        while todo:
+            child = todo.pop()
+            todo.extend(p.pid for p in live_children(child))  # before the kill re-parents them
+            try:
+                os.kill(child, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
