@@ -20,7 +20,7 @@ import pytest
 
 from kernellab.evaluate.own_identity import OwnKernelReader, cuobjdump, entry_identifiers, mangled_identifiers
 from kernellab.evaluate.policy import Origin, kernel_origin
-from kernellab.sandbox.own_compiles import OWN_SUFFIX, rename_globals
+from kernellab.sandbox.own_compiles import OWN_SUFFIX, global_names, rename_globals
 
 CANDIDATE = '''
 import triton
@@ -123,7 +123,7 @@ def test_mangled_identifiers():
     assert mangled_identifiers("_Z6kernelPf") == ["kernel"]
 
 
-def test_globals_are_renamed_after_the_last_include():
+def test_globals_are_renamed_in_the_sources_own_text():
     source = textwrap.dedent("""\
         #include <torch/extension.h>
         #include <cuda_runtime.h>
@@ -135,9 +135,13 @@ def test_globals_are_renamed_after_the_last_include():
         """)
     renamed = rename_globals(source)
     lines = renamed.splitlines()
-    assert lines[:2] == ["#include <torch/extension.h>", "#include <cuda_runtime.h>"]
-    assert lines[2:4] == [f"#define add add{OWN_SUFFIX}", f"#define ampere_sgemm_128x64_nn ampere_sgemm_128x64_nn{OWN_SUFFIX}"]
-    assert rename_globals(renamed) == renamed or OWN_SUFFIX * 2 not in rename_globals(renamed)
+    assert lines[:3] == ["#include <torch/extension.h>", "#include <cuda_runtime.h>",
+                         "// __global__ void in_a_comment(float*)"]
+    assert lines[4] == f"__global__ void __launch_bounds__(256) add{OWN_SUFFIX}(const T* a, T* b, int n) {{ }}"
+    assert lines[6] == (f"void launch(float* a) {{ add{OWN_SUFFIX}<float><<<1, 1>>>(a, a, 1); "
+                        f"ampere_sgemm_128x64_nn{OWN_SUFFIX}<<<1, 1>>>(a); }}")
+    assert "#define" not in renamed  # nothing the preprocessor would carry into a header
+    assert rename_globals(renamed) == renamed
     assert rename_globals("int main() { return 0; }") == "int main() { return 0; }"
 
 
@@ -231,3 +235,28 @@ def test_a_build_replaced_in_the_folder_keeps_the_kernels_it_had(tmp_path):
     assert identity.kernels == {"gqa_kernel" + OWN_SUFFIX}
     assert kernel_origin(f"void gqa_kernel{OWN_SUFFIX}<float>(float*)", identity) is Origin.OWN
     assert kernel_origin("void gqa_kernel<float>(float*)", identity) is not Origin.OWN
+
+
+@pytest.mark.skipif(NVCC is None or cuobjdump() is None, reason="needs nvcc and cuobjdump")
+def test_a_library_kernel_declared_ahead_of_its_header_stays_the_librarys(tmp_path):
+    """Two sources as load_inline joins them: the first declares CUB's reduction kernels' names as
+    ``__global__``, the second includes CUB and reduces with it. The renaming touches the sources'
+    own text only, so CUB's kernels compile under their own names and are library kernels."""
+    declares = "__global__ void DeviceReduceKernel(int);\n__global__ void DeviceReduceSingleTileKernel(int);\n"
+    uses = textwrap.dedent("""\
+        #include <cub/device/device_reduce.cuh>
+        void sum(const float* x, float* out, int n, void* scratch, size_t bytes) {
+            cub::DeviceReduce::Sum(scratch, bytes, x, out, n);
+        }
+        """)
+    names = set().union(*(global_names(s) for s in (declares, uses)))
+    joined = "\n".join(rename_globals(s, names) for s in (declares, uses))
+    (tmp_path / "cuda.cu").write_text(joined)
+    build = subprocess.run([NVCC, "-shared", "-Xcompiler", "-fPIC", "-std=c++17", "-arch=sm_90",
+                            str(tmp_path / "cuda.cu"), "-o", str(tmp_path / "k.so")],
+                           capture_output=True, text=True, timeout=280)
+    if build.returncode != 0:
+        pytest.skip(f"nvcc could not build CUB here: {build.stderr.strip()[-200:]}")
+    assert entry_identifiers(tmp_path / "k.so", cuobjdump()) == set()
+    listing = subprocess.run([cuobjdump(), "-symbols", str(tmp_path / "k.so")], capture_output=True, text=True).stdout
+    assert "DeviceReduceKernel" in listing  # CUB's, built, under its own name

@@ -9,7 +9,8 @@ would then pass as the candidate's. So every kernel the candidate's own compile 
   ``<name>__kl_own`` (the name ``triton.jit(repr=...)`` would set; the source, the cache key and
   the arguments are untouched).
 - CUDA C++: each ``__global__`` function in the ``cuda_sources`` handed to ``load_inline`` is renamed
-  by a ``#define`` placed after the source's last ``#include`` (so library headers are not touched).
+  in the source's own text, wherever its name stands as a word (library headers are never touched:
+  no macro carries the new name into them).
 
 Precompiled library kernels (cuBLAS, cuDNN, ATen) have names fixed when the library was built, and
 none carries the suffix, so a library kernel can no longer be taken for the candidate's. The judge
@@ -30,7 +31,6 @@ OWN_SUFFIX = "__kl_own"
 
 _CPP_NOISE = re.compile(r'//[^\n]*|/\*.*?\*/|"(?:\\.|[^"\\\n])*"|\'(?:\\.|[^\'\\\n])*\'', re.S)
 _GLOBAL = re.compile(r"\b__global__\b")
-_INCLUDE = re.compile(r"^[ \t]*#[ \t]*include\b[^\n]*$", re.MULTILINE)
 
 
 def blank_cpp_noise(code: str) -> str:
@@ -53,16 +53,21 @@ def global_names(code: str) -> set[str]:
 
 
 def rename_globals(code: str, names: Iterable[str] | None = None) -> str:
-    """``code`` with each ``__global__`` function renamed to ``<name>__kl_own`` by a ``#define`` after
-    its last ``#include`` (before it, the define would also rename that name inside library headers)."""
+    """``code`` with each ``__global__`` function's name written ``<name>__kl_own`` wherever it stands
+    as a word of this text (outside comments and string literals). The text is renamed, not what
+    the preprocessor makes of it: a ``#define`` would rename the same name inside every header
+    included after it, and a source declaring a library's kernel names ahead of that library's
+    ``#include`` made the library's kernels compile as the candidate's own."""
     names = sorted(global_names(code) if names is None else set(names))
     names = [n for n in names if not n.endswith(OWN_SUFFIX)]
     if not names:
         return code
-    defines = "".join(f"#define {n} {n}{OWN_SUFFIX}\n" for n in names)
-    includes = list(_INCLUDE.finditer(blank_cpp_noise(code)))
-    at = includes[-1].end() + 1 if includes else 0
-    return code[:at] + ("\n" if at and code[at - 1:at] != "\n" else "") + defines + code[at:]
+    word = re.compile(r"\b(?:" + "|".join(map(re.escape, names)) + r")\b")
+    pieces, last = [], 0
+    for m in word.finditer(blank_cpp_noise(code)):  # offsets match: blanking keeps every character's place
+        pieces += [code[last:m.end()], OWN_SUFFIX]
+        last = m.end()
+    return "".join(pieces) + code[last:]
 
 
 class _Installed:
