@@ -253,7 +253,8 @@ class CandidateProcess:
             left = settled_live_children(self.pid)
         except Unsettled:
             self.kill()
-            self.dead = f"the candidate's processes kept starting new ones {when}: they would run beside the judge's timing"
+            self.dead = (f"a process of the candidate's own was still starting or ending processes {when}: "
+                         f"they would run beside the judge's timing")
             raise ChildFailure("escape", self.dead, violation="process_escape") from None
         if left:
             self.kill()

@@ -120,40 +120,34 @@ def live_children(pid: int) -> list[ProcessInfo]:
     return found
 
 
-# How many times the children are read before a list that keeps changing is an answer in itself.
-SETTLE_READS = 200
-
-
 class Unsettled(Exception):
-    """The children of a process kept changing over ``SETTLE_READS`` reads: processes keep starting."""
+    """The children of a process changed while the judge read them: something of its own still ran."""
 
 
-def settled_live_children(pid: int, reads: int = SETTLE_READS) -> list[ProcessInfo]:
-    """``live_children`` read between two equal lists of ``pid``'s children, zombies included.
+def settled_live_children(pid: int) -> list[ProcessInfo]:
+    """``live_children``, read between two lists of ``pid``'s children (zombies included) that must
+    be the same, else ``Unsettled``.
 
     One read is a snapshot a process can slip out of: a chain whose every process starts the next
-    in a session of its own and exits at once is, at the moment its state is read, always the one
-    that has just exited, while its successor is still a grandchild. But when a process exits, its
-    children are re-parented (to the subreaper) before it reads as a zombie: so if its state read
-    ended, the next list of children differs from the one it came from, and the read is repeated.
-    A list that never settles raises ``Unsettled``."""
+    in a session of its own and exits at once is, when its state is read, always the one that has
+    just exited, its successor not yet listed. But a process that exits has its children re-parented
+    (to the subreaper) before it reads as a zombie, and then it is a zombie child itself: the list
+    changes. Read after an answer, when nothing of the candidate's should run, a list that changes is
+    a process of its own that was still running, whatever it was by the time its state was read."""
     before = sorted(children_of(pid))
-    for _ in range(reads):
-        live = live_children(pid)
-        now = sorted(children_of(pid))
-        if now == before:
-            return live
-        before = now
-    raise Unsettled(f"the children of {pid} changed on each of {reads} reads")
+    live = live_children(pid)
+    if sorted(children_of(pid)) != before:
+        raise Unsettled(f"the children of {pid} changed while they were read")
+    return live
 
 
-def kill_descendants(pid: int, rounds: int = SETTLE_READS) -> None:
+def kill_descendants(pid: int, rounds: int = 200) -> None:
     """SIGKILL every live descendant of ``pid`` (those that left its process group too), again until
     a settled read finds none: a chain of short-lived processes, each starting the next, is ahead of
     one walk of the tree."""
     for _ in range(rounds):
         try:
-            if not settled_live_children(pid, reads=3):
+            if not settled_live_children(pid):
                 return
         except Unsettled:
             pass
