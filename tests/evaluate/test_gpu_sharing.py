@@ -190,7 +190,8 @@ def test_a_neighbours_queued_work_makes_a_row_timed_again_and_the_candidate_wait
     """Another evaluation's kernels still running when the GPU changes hands are played by this
     process's: from the guard's entry (this evaluation has the GPU), a thread of the judge's keeps
     matmuls queued on a stream of its own for half a second, beside the candidate's first timed rows.
-    A row whose gaps show them is timed again, and the honest kernel passes. While the guard is
+    A row whose gaps show them, soon after a hold that had to wait, is timed again, and the honest
+    kernel passes. While the guard is
     waited for, the candidate's process is stopped (no helpers here: only it can be)."""
     import threading
     import time
@@ -215,6 +216,7 @@ def test_a_neighbours_queued_work_makes_a_row_timed_again_and_the_candidate_wait
     @contextlib.contextmanager
     def neighbour_left_work():
         stopped_at_entry.append(_stopped_pids())
+        time.sleep(0.02)  # the wait for another evaluation to let go of the GPU
         if not workers:
             workers.append(threading.Thread(target=busy, args=(time.monotonic() + 0.5,), daemon=True))
             workers[0].start()

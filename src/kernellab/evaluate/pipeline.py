@@ -38,6 +38,10 @@ class EvalContext:
     child: CandidateProcess | None = None
     loaded_key: str | None = None
     baselines_steady: bool = False  # a cached baseline row was re-checked this evaluation and had not drifted
+    # When this evaluation last got the GPU from another one (perf_counter), None if it never waited:
+    # a row timed soon after may see that one's queued kernels (``performance._measured_row``).
+    handed_over_at: float | None = None
+    timed_again: bool = False  # a row was timed a second time already (once per evaluation)
     timing_failures: list = field(default_factory=list)  # wrong outputs on the timing inputs
     import_seconds: float = 0.0  # import of the candidate module (builds load_inline extensions)
     compile_ahead: "CompileAhead | None" = None  # noqa: F821 - helpers compiling ahead (compile_ahead.py)
