@@ -78,7 +78,9 @@ def run_command(
     strategy_option: Annotated[list[str] | None, typer.Option(
         "--strategy-option", help="key=value for the strategy (repeatable)")] = None,
     budget: Annotated[str | None, typer.Option("--budget", help="per job: 30m, $5, 50it, or several (30m,$5)")] = None,
-    gpus: Annotated[str | None, typer.Option("--gpus", help="GPU indices as this process sees them (under CUDA_VISIBLE_DEVICES=2,3, 0 is GPU 2), e.g. 0,1 (default: every GPU)")] = None,
+    gpus: Annotated[str | None, typer.Option("--gpus", help="GPU indices as this process sees them (under "
+                                                             "CUDA_VISIBLE_DEVICES=2,3, 0 is GPU 2), e.g. 0,1 "
+                                                             "(default: every GPU)")] = None,
     backend: Annotated[str, typer.Option("--backend", help="local | ray")] = "local",
     address: Annotated[str | None, typer.Option("--address", help="Ray cluster address (ray backend)")] = None,
     agent_concurrency: Annotated[int | None, typer.Option(

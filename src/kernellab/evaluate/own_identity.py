@@ -124,8 +124,7 @@ class OwnKernelReader:
         tool = cuobjdump()
         if tool is None:
             self._note("no cuobjdump here: the candidate's CUDA kernels were recognised by their source names")
-            return self._by_source()
-        found: set[str] = set()
+            return {n + OWN_SUFFIX for n in self.source_cuda_names}
         for path in binaries:
             stat = path.stat()
             key = (path, stat.st_mtime, stat.st_size)
@@ -139,13 +138,9 @@ class OwnKernelReader:
                     continue
                 self._binaries[key] = frozenset(read)
                 log.debug("own kernels in %s: %s", path, sorted(read))
-            found |= self._binaries[key]
-        # And every binary read before, replaced since: a process keeps the module it loaded, and any
+        # Every binary read, also one replaced since: a process keeps the module it loaded, and any
         # build in the candidate's folders is its compile (only suffixed names count).
-        return found.union(*self._binaries.values())
-
-    def _by_source(self) -> set[str]:
-        return {n + OWN_SUFFIX for n in self.source_cuda_names}
+        return set().union(*self._binaries.values())
 
     def _note(self, note: str) -> None:
         if note not in self._notes:
