@@ -40,10 +40,11 @@ def become_subreaper() -> bool:
         return False
 
 
-def _stat(pid: int) -> tuple[int, str, str] | None:
-    """(parent pid, command name, state) of ``pid``, None if it is gone."""
+def _stat(pid: int, tid: int | None = None) -> tuple[int, str, str] | None:
+    """(parent pid, command name, state) of ``pid`` (of its thread ``tid``), None if it is gone."""
+    path = f"/proc/{pid}/stat" if tid is None else f"/proc/{pid}/task/{tid}/stat"
     try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
+        with open(path, "rb") as f:
             raw = f.read()
     except OSError:
         return None
@@ -99,12 +100,8 @@ def _ended(pid: int, state: str) -> bool:
     except OSError:
         return True
     for tid in tasks:
-        try:
-            with open(f"/proc/{pid}/task/{tid}/stat", "rb") as f:
-                fields = f.read().rpartition(b")")[2].split()
-        except OSError:
-            continue
-        if fields and fields[0] not in (b"Z", b"X"):
+        stat = _stat(pid, int(tid))
+        if stat is not None and stat[2] not in ("Z", "X"):
             return False
     return True
 
