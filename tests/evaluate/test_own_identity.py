@@ -20,7 +20,7 @@ import pytest
 
 from kernellab.evaluate.own_identity import OwnKernelReader, cuobjdump, entry_identifiers, mangled_identifiers
 from kernellab.evaluate.policy import Origin, kernel_origin
-from kernellab.sandbox.own_compiles import OWN_SUFFIX, global_names, rename_globals
+from kernellab.sandbox.own_compiles import OWN_SUFFIX, rename_globals, rename_sources
 
 CANDIDATE = '''
 import triton
@@ -249,8 +249,7 @@ def test_a_library_kernel_declared_ahead_of_its_header_stays_the_librarys(tmp_pa
             cub::DeviceReduce::Sum(scratch, bytes, x, out, n);
         }
         """)
-    names = set().union(*(global_names(s) for s in (declares, uses)))
-    joined = "\n".join(rename_globals(s, names) for s in (declares, uses))
+    joined = "\n".join(rename_sources([declares, uses]))
     (tmp_path / "cuda.cu").write_text(joined)
     build = subprocess.run([NVCC, "-shared", "-Xcompiler", "-fPIC", "-std=c++17", "-arch=sm_90",
                             str(tmp_path / "cuda.cu"), "-o", str(tmp_path / "k.so")],

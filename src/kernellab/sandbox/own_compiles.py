@@ -70,6 +70,14 @@ def rename_globals(code: str, names: Iterable[str] | None = None) -> str:
     return "".join(pieces) + code[last:]
 
 
+def rename_sources(sources: Iterable[str]) -> list[str]:
+    """``load_inline``'s list of CUDA sources as the child builds them: each renamed for every
+    ``__global__`` of any of them (``load_inline`` joins them into one file)."""
+    sources = list(sources)
+    names = set().union(*(global_names(source) for source in sources))
+    return [rename_globals(source, names) for source in sources]
+
+
 class _Installed:
     path: str | None = None
 
@@ -136,11 +144,9 @@ def _rename_extension_kernels() -> None:
         if isinstance(cuda_sources, str):
             cuda_sources = rename_globals(cuda_sources)
         elif cuda_sources is not None:
-            sources = list(cuda_sources)
-            names = set().union(*(global_names(s) for s in sources)) if sources else set()
-            cuda_sources = [rename_globals(s, names) for s in sources]
+            cuda_sources = rename_sources(cuda_sources)
         return original(name, cpp_sources, cuda_sources, *args, **kwargs)
 
     from kernellab.sandbox.concealment import detached
 
-    cpp_extension.load_inline = detached(load_inline, rename_globals=rename_globals, global_names=global_names)
+    cpp_extension.load_inline = detached(load_inline, rename_globals=rename_globals, rename_sources=rename_sources)

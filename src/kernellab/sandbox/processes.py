@@ -144,11 +144,12 @@ def kill_descendants(pid: int, rounds: int = 200) -> None:
     one walk of the tree."""
     for _ in range(rounds):
         try:
-            if not settled_live_children(pid):
+            live = settled_live_children(pid)
+            if not live:
                 return
         except Unsettled:
-            pass
-        todo = [p.pid for p in live_children(pid)]
+            live = live_children(pid)
+        todo = [p.pid for p in live]
         while todo:
             child = todo.pop()
             todo.extend(p.pid for p in live_children(child))  # before the kill re-parents them

@@ -129,8 +129,9 @@ class EventTimes:
     device synchronisation after it: it bounds from above everything the device did for those calls,
     on any stream, so the judge can compare it with the event times (which miss side streams).
     Device time inside ``wall_s`` but outside the samples is measured with events too: ``flush_us``
-    (median of one L2 flush; 0 without flushing), ``load_us`` (median of one call's loading), ``spacer_s`` (total time the stream was held before
-    batches, see ``_Spacer``) and ``hook_s`` (total device time of the ``after`` hook's work).
+    (median of one L2 flush; 0 without flushing), ``load_us`` (median of one call's loading),
+    ``spacer_s`` (total time the stream was held before batches, see ``_Spacer``) and ``hook_s``
+    (total device time of the ``after`` hook's work).
     ``wall_per_call_us`` removes them, so it should sit a few µs above the median.
     """
 

@@ -14,7 +14,7 @@ from kernellab.evaluate.compile_ahead import CompileAhead
 from kernellab.evaluate.cuda_compile import compile_check
 from kernellab.evaluate.verdict import Mode, Stage, StageResult, Status
 from kernellab.sandbox.candidate import CandidateProcess, ChildSpec
-from kernellab.sandbox.own_compiles import global_names, rename_globals
+from kernellab.sandbox.own_compiles import rename_sources
 from kernellab.sandbox.requests import ImportRequest, ReleaseRequest
 from kernellab.tasks.model import Visibility
 
@@ -58,9 +58,7 @@ def _compile_only(ctx) -> StageResult:
     verdict = ctx.verdict
     verdict.mode = Mode.COMPILE_ONLY
     # What the child on a GPU would build: its kernels renamed as its own (``own_compiles``).
-    sources = ctx.scan.cpp_sources
-    names = set().union(*(global_names(source) for source in sources)) if sources else set()
-    outcome = compile_check([rename_globals(source, names) for source in sources], ctx.session.work_dir)
+    outcome = compile_check(rename_sources(ctx.scan.cpp_sources), ctx.session.work_dir)
     verdict.status = Status.NEEDS_GPU
     if outcome.ran:
         verdict.compiled = outcome.ok
