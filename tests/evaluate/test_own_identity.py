@@ -18,7 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from kernellab.evaluate.own_identity import OwnKernelReader, cuobjdump, entry_identifiers, mangled_identifiers
+from kernellab.evaluate.own_identity import (OwnKernelReader, cuobjdump, entry_identifiers, mangled_identifiers,
+                                             nvdisasm)
 from kernellab.evaluate.policy import Origin, kernel_origin
 from kernellab.sandbox.own_compiles import OWN_SUFFIX, rename_globals, rename_sources
 
@@ -161,8 +162,8 @@ def test_extension_entry_points_carry_the_suffix(tmp_path):
         }
         """))
     (tmp_path / "k.cu").write_text(source)
-    build = subprocess.run([NVCC, "-shared", "-Xcompiler", "-fPIC", "-arch=sm_90", str(tmp_path / "k.cu"), "-o",
-                            str(tmp_path / "k.so")], capture_output=True, text=True, timeout=280)
+    build = subprocess.run([NVCC, "-shared", "-Xcompiler", "-fPIC", "-arch=sm_90", "-lineinfo", str(tmp_path / "k.cu"),
+                            "-o", str(tmp_path / "k.so")], capture_output=True, text=True, timeout=280)
     if build.returncode != 0:
         pytest.skip(f"nvcc could not build here: {build.stderr.strip()[-200:]}")
     found = entry_identifiers(tmp_path / "k.so", cuobjdump())
@@ -181,8 +182,8 @@ def test_a_binary_cuobjdump_could_not_read_counts_for_nothing_and_is_read_again(
                             "void launch(float* x) { decode_kernel<float><<<1, 1>>>(x); }\n")
     (tmp_path / "k.cu").write_text(source)
     (tmp_path / "ext").mkdir()
-    build = subprocess.run([NVCC, "-shared", "-Xcompiler", "-fPIC", "-arch=sm_90", str(tmp_path / "k.cu"), "-o",
-                            str(tmp_path / "ext" / "k.so")], capture_output=True, text=True, timeout=280)
+    build = subprocess.run([NVCC, "-shared", "-Xcompiler", "-fPIC", "-arch=sm_90", "-lineinfo", str(tmp_path / "k.cu"),
+                            "-o", str(tmp_path / "ext" / "k.so")], capture_output=True, text=True, timeout=280)
     if build.returncode != 0:
         pytest.skip(f"nvcc could not build here: {build.stderr.strip()[-200:]}")
     real = cuobjdump()
@@ -219,9 +220,9 @@ def test_a_build_replaced_in_the_folder_keeps_the_kernels_it_had(tmp_path):
     ext.mkdir()
 
     def build(source: str) -> None:
-        (tmp_path / "k.cu").write_text(source)
-        done = subprocess.run([NVCC, "-shared", "-Xcompiler", "-fPIC", "-arch=sm_90", str(tmp_path / "k.cu"), "-o",
-                               str(ext / "k.so")], capture_output=True, text=True, timeout=280)
+        (ext / "k.cu").write_text(source)
+        done = subprocess.run([NVCC, "-shared", "-Xcompiler", "-fPIC", "-arch=sm_90", "-lineinfo",
+                               str(ext / "k.cu"), "-o", str(ext / "k.so")], capture_output=True, text=True, timeout=280)
         if done.returncode != 0:
             pytest.skip(f"nvcc could not build here: {done.stderr.strip()[-200:]}")
 
@@ -261,25 +262,29 @@ def test_a_library_kernel_declared_ahead_of_its_header_stays_the_librarys(tmp_pa
     assert "DeviceReduceKernel" in listing  # CUB's, built, under its own name
 
 
-@pytest.mark.xfail(strict=True, reason="open: the suffix is public, and a candidate's own #define can give a "
-                                       "library kernel an own name; needs provenance (line info) in the binary")
-@pytest.mark.skipif(NVCC is None or cuobjdump() is None, reason="needs nvcc and cuobjdump")
+@pytest.mark.skipif(NVCC is None or cuobjdump() is None or nvdisasm(cuobjdump()) is None,
+                    reason="needs nvcc, cuobjdump and nvdisasm")
 def test_a_library_kernel_given_the_suffix_by_the_candidates_own_define_stays_the_librarys(tmp_path):
-    """No ``__global__`` of its own: the candidate's text defines CUB's kernel names to suffixed ones
-    ahead of CUB's ``#include``. Nothing of the renaming is involved; CUB's kernels must still not be
-    the candidate's."""
+    """The candidate's text defines CUB's kernel name to a suffixed one ahead of CUB's ``#include``
+    (nothing of the renaming is involved), beside a kernel of its own: CUB's kernel, whose code
+    starts in CUB's header, is not the candidate's; its own, starting in its file, is."""
     source = textwrap.dedent(f"""\
         #define DeviceReduceKernel DeviceReduceKernel{OWN_SUFFIX}
         #define DeviceReduceSingleTileKernel DeviceReduceSingleTileKernel{OWN_SUFFIX}
         #include <cub/device/device_reduce.cuh>
+        __global__ void scale(float* x, int n) {{ int i = threadIdx.x; if (i < n) x[i] *= 2.0f; }}
         void sum(const float* x, float* out, int n, void* scratch, size_t bytes) {{
             cub::DeviceReduce::Sum(scratch, bytes, x, out, n);
+            scale<<<1, 32>>>(out, 1);
         }}
         """)
-    (tmp_path / "cuda.cu").write_text(rename_globals(source))
-    build = subprocess.run([NVCC, "-shared", "-Xcompiler", "-fPIC", "-std=c++17", "-arch=sm_90",
-                            str(tmp_path / "cuda.cu"), "-o", str(tmp_path / "k.so")],
-                           capture_output=True, text=True, timeout=280)
+    ext = tmp_path / "ext"
+    ext.mkdir()
+    (ext / "cuda.cu").write_text(rename_globals(source))
+    build = subprocess.run([NVCC, "-shared", "-Xcompiler", "-fPIC", "-std=c++17", "-arch=sm_90", "-lineinfo",
+                            str(ext / "cuda.cu"), "-o", str(ext / "k.so")], capture_output=True, text=True, timeout=280)
     if build.returncode != 0:
         pytest.skip(f"nvcc could not build CUB here: {build.stderr.strip()[-200:]}")
-    assert entry_identifiers(tmp_path / "k.so", cuobjdump()) == set()
+    assert entry_identifiers(ext / "k.so", cuobjdump()) >= {"DeviceReduceKernel" + OWN_SUFFIX}  # the forged name
+    assert entry_identifiers(ext / "k.so", cuobjdump(), within=ext) == {"scale" + OWN_SUFFIX}
+    assert OwnKernelReader("unused.py", None, ext).identity().kernels == {"scale" + OWN_SUFFIX}

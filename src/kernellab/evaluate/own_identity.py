@@ -10,9 +10,12 @@ reads what the candidate's compiles left on disk in the child's own folders.
   is the candidate's: a library's Triton kernel compiled in the same process (Inductor's, or one the
   candidate renamed) does not.
 - CUDA C++: the entry symbols of the extensions it built (``TORCH_EXTENSIONS_DIR``), read with
-  ``cuobjdump -symbols`` (the CUDA toolkit's, or the one Triton ships); where no ``cuobjdump`` exists,
-  the ``__global__`` names of its scanned sources stand in (a weaker proof: source is not identity,
-  though the suffix still keeps library kernels out).
+  ``cuobjdump -symbols`` (the CUDA toolkit's, or the one Triton ships), each counted only if its
+  first instruction comes from a file in that folder (the line information of its ``-lineinfo``
+  build, read with ``nvdisasm -g``): the suffix is public, and a ``#define`` in the candidate's own
+  text could give it to a library kernel compiled from a header. Where no ``cuobjdump`` exists, the
+  ``__global__`` names of its scanned sources stand in (a weaker proof: source is not identity,
+  though the suffix still keeps precompiled library kernels out).
 
 Under the Triton interpreter nothing is compiled: a launch is the candidate's when the code the
 interpreter ran comes from the candidate's file (``sandbox.evidence.new_launch_log``).
@@ -26,6 +29,7 @@ import os
 import re
 import shutil
 import subprocess
+import tempfile
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -122,6 +126,9 @@ class OwnKernelReader:
         if not binaries:
             return set().union(*self._binaries.values())
         tool = cuobjdump()
+        if tool is not None and nvdisasm(tool) is None:
+            self._note("no nvdisasm here: the candidate's CUDA kernels were recognised by their names alone, "
+                       "not by the file their code comes from")
         if tool is None:
             self._note("no cuobjdump here: the candidate's CUDA kernels were recognised by their source names")
             return {n + OWN_SUFFIX for n in self.source_cuda_names}
@@ -129,7 +136,7 @@ class OwnKernelReader:
             stat = path.stat()
             key = (path, stat.st_mtime, stat.st_size)
             if key not in self._binaries:
-                read = entry_identifiers(path, tool)
+                read = entry_identifiers(path, tool, within=self.extensions)
                 if read is None:  # read again next time (a busy host's timeout is no proof of anything)
                     # Nothing of it counts meanwhile: an unreadable file (one the candidate wrote
                     # there) must never widen what is taken for the candidate's own.
@@ -147,9 +154,11 @@ class OwnKernelReader:
             self._notes.append(note)
 
 
-def entry_identifiers(binary: Path, tool: str) -> set[str] | None:
+def entry_identifiers(binary: Path, tool: str, within: Path | None = None) -> set[str] | None:
     """Names (suffixed ones only) of the kernel entry points in a binary's embedded device code; None
-    when ``tool`` could not read it (a failure, a timeout): not the same as a binary without any."""
+    when ``tool`` could not read it (a failure, a timeout): not the same as a binary without any.
+    ``within``: only entries whose code starts in a file under that folder (``entry_files``: the
+    candidate's generated sources, not a header a macro of its own renamed a library kernel in)."""
     try:
         done = subprocess.run([tool, "-symbols", str(binary)], capture_output=True, text=True, timeout=60)
     except (OSError, subprocess.SubprocessError) as exc:
@@ -160,9 +169,61 @@ def entry_identifiers(binary: Path, tool: str) -> set[str] | None:
     if done.returncode != 0:
         log.warning("cuobjdump failed on %s (exit %d): %s", binary, done.returncode, done.stderr.strip()[-300:])
         return None
-    listing = done.stdout
-    return {ident for symbol in _ENTRY.findall(listing) for ident in mangled_identifiers(symbol)
-            if ident.endswith(OWN_SUFFIX)}
+    symbols = [symbol for symbol in _ENTRY.findall(done.stdout)
+               if any(ident.endswith(OWN_SUFFIX) for ident in mangled_identifiers(symbol))]
+    if within is not None and symbols and nvdisasm(tool) is not None:
+        files = entry_files(binary, tool)
+        if files is None:
+            return None
+        root = os.path.realpath(within) + os.sep
+        symbols = [symbol for symbol in symbols if os.path.realpath(files.get(symbol) or "/").startswith(root)]
+    return {ident for symbol in symbols for ident in mangled_identifiers(symbol) if ident.endswith(OWN_SUFFIX)}
+
+
+_TEXT = re.compile(r"^\s*\.text\.(\S+?):\s*$")
+_FILE = re.compile(r'//## File "((?:[^"\\]|\\.)*)"')
+
+
+def entry_files(binary: Path, tool: str) -> dict[str, str | None] | None:
+    """For each kernel entry of ``binary``'s device code (mangled symbol), the source file its first
+    instruction comes from, by the line information a ``-lineinfo`` build carries (None for an
+    entry without any); None when the code could not be read. The first line, not any: a library's
+    kernel template inlines code of the file that instantiated it."""
+    disassembler = nvdisasm(tool)
+    if disassembler is None:
+        return None
+    with tempfile.TemporaryDirectory(prefix="kernellab-cubin-") as folder:
+        try:
+            subprocess.run([tool, "-xelf", "all", str(binary.resolve())], cwd=folder, capture_output=True,
+                           timeout=60, check=True)
+            files: dict[str, str | None] = {}
+            for cubin in sorted(Path(folder).glob("*.cubin")):
+                listing = subprocess.run([disassembler, "-g", str(cubin)], capture_output=True, text=True,
+                                         timeout=120, check=True).stdout
+                current = None
+                for line in listing.splitlines():
+                    heading = _TEXT.match(line)
+                    if heading:
+                        current = heading.group(1)
+                        files.setdefault(current, None)
+                        continue
+                    where = _FILE.search(line) if current is not None else None
+                    if where and files.get(current) is None:
+                        files[current] = where.group(1)
+                        current = None  # the first line decides
+        except (OSError, subprocess.SubprocessError) as exc:
+            log.warning("could not read the line information of %s: %s", binary, exc)
+            return None
+    return files
+
+
+def nvdisasm(beside: str | None = None) -> str | None:
+    """``nvdisasm`` beside the ``cuobjdump`` in use (the toolkit's or Triton's), else on the PATH."""
+    if beside is not None:
+        sibling = Path(beside).with_name("nvdisasm")
+        if sibling.is_file() and os.access(sibling, os.X_OK):
+            return str(sibling)
+    return shutil.which("nvdisasm")
 
 
 def cuobjdump() -> str | None:

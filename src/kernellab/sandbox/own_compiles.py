@@ -10,7 +10,9 @@ would then pass as the candidate's. So every kernel the candidate's own compile 
   the arguments are untouched).
 - CUDA C++: each ``__global__`` function in the ``cuda_sources`` handed to ``load_inline`` is renamed
   in the source's own text, wherever its name stands as a word (library headers are never touched:
-  no macro carries the new name into them).
+  no macro carries the new name into them), and built with line information, from which the judge
+  reads which file each kernel's code starts in (the suffix alone is public: a candidate's own
+  ``#define`` could give it to a library kernel).
 
 Precompiled library kernels (cuBLAS, cuDNN, ATen) have names fixed when the library was built, and
 none carries the suffix, so a library kernel can no longer be taken for the candidate's. The judge
@@ -23,6 +25,7 @@ as library kernels.
 
 from __future__ import annotations
 
+import inspect
 import re
 from collections.abc import Iterable
 from typing import Any
@@ -137,6 +140,7 @@ def _rename_extension_kernels() -> None:
     except ImportError:  # pragma: no cover
         return
     original = cpp_extension.load_inline
+    signature = inspect.signature(original)
 
     def load_inline(name, cpp_sources, cuda_sources=None, *args, **kwargs):
         if "cuda_sources" in kwargs:
@@ -145,6 +149,11 @@ def _rename_extension_kernels() -> None:
             cuda_sources = rename_globals(cuda_sources)
         elif cuda_sources is not None:
             cuda_sources = rename_sources(cuda_sources)
+        if cuda_sources is not None:  # line info: where each kernel's code comes from
+            bound = signature.bind(name, cpp_sources, cuda_sources, *args, **kwargs)
+            flags = bound.arguments.get("extra_cuda_cflags") or []
+            bound.arguments["extra_cuda_cflags"] = [*flags, "-lineinfo"]
+            return original(*bound.args, **bound.kwargs)
         return original(name, cpp_sources, cuda_sources, *args, **kwargs)
 
     from kernellab.sandbox.concealment import detached
