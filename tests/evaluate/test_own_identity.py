@@ -288,3 +288,39 @@ def test_a_library_kernel_given_the_suffix_by_the_candidates_own_define_stays_th
     assert entry_identifiers(ext / "k.so", cuobjdump()) >= {"DeviceReduceKernel" + OWN_SUFFIX}  # the forged name
     assert entry_identifiers(ext / "k.so", cuobjdump(), within=ext) == {"scale" + OWN_SUFFIX}
     assert OwnKernelReader("unused.py", None, ext).identity().kernels == {"scale" + OWN_SUFFIX}
+
+
+LOAD_INLINE_DRIVER = '''
+import sys
+from torch.utils import cpp_extension
+calls = []
+
+def load_inline(name, cpp_sources, cuda_sources=None, sycl_sources=None, functions=None, extra_cflags=None,
+                extra_cuda_cflags=None, **rest):  # stands in for the build: what the build would be given
+    calls.append((cuda_sources, extra_cuda_cflags))
+
+cpp_extension.load_inline = load_inline
+from kernellab.sandbox.own_compiles import mark_own_compiles
+mark_own_compiles(sys.argv[1])
+cu = "__global__ void add(float* x) {}"
+cpp_extension.load_inline("a", "", [cu], None, None, None, ["-O3"])     # flags given by position
+cpp_extension.load_inline("b", "", cuda_sources=cu, extra_cuda_cflags=["-O2"])
+cpp_extension.load_inline("c", "int f();")                            # no CUDA: nothing added
+for sources, flags in calls:
+    print(repr(sources), repr(flags))
+'''
+
+
+def test_the_candidates_cuda_builds_carry_line_information_however_the_flags_are_passed(tmp_path):
+    """The judge reads which file each kernel's code starts in from the build's line information, so
+    every CUDA build through ``load_inline`` must get ``-lineinfo``, beside the candidate's own flags."""
+    (tmp_path / "driver.py").write_text(LOAD_INLINE_DRIVER)
+    env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": str(Path(__file__).resolve().parents[2] / "src"),
+           "HOME": str(tmp_path)}
+    run = subprocess.run([sys.executable, str(tmp_path / "driver.py"), str(tmp_path / "driver.py")],
+                         capture_output=True, text=True, env=env, timeout=120)
+    assert run.returncode == 0, run.stderr[-2000:]
+    lines = run.stdout.splitlines()
+    assert lines[0] == f"['__global__ void add{OWN_SUFFIX}(float* x) {{}}'] ['-O3', '-lineinfo']"
+    assert lines[1] == f"'__global__ void add{OWN_SUFFIX}(float* x) {{}}' ['-O2', '-lineinfo']"
+    assert lines[2] == "None None"
