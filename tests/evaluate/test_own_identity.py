@@ -267,22 +267,32 @@ def test_a_library_kernel_declared_ahead_of_its_header_stays_the_librarys(tmp_pa
 def test_a_library_kernel_given_the_suffix_by_the_candidates_own_define_stays_the_librarys(tmp_path):
     """The candidate's text defines CUB's kernel name to a suffixed one ahead of CUB's ``#include``
     (nothing of the renaming is involved), beside a kernel of its own: CUB's kernel, whose code
-    starts in CUB's header, is not the candidate's; its own, starting in its file, is."""
+    starts in CUB's header, is not the candidate's, though it inlines the candidate's own operator;
+    its own, starting in its file, is, though the first thing it does is a header's inlined code."""
     source = textwrap.dedent(f"""\
         #define DeviceReduceKernel DeviceReduceKernel{OWN_SUFFIX}
         #define DeviceReduceSingleTileKernel DeviceReduceSingleTileKernel{OWN_SUFFIX}
         #include <cub/device/device_reduce.cuh>
-        __global__ void scale(float* x, int n) {{ int i = threadIdx.x; if (i < n) x[i] *= 2.0f; }}
-        void sum(const float* x, float* out, int n, void* scratch, size_t bytes) {{
-            cub::DeviceReduce::Sum(scratch, bytes, x, out, n);
+        #include "helpers.cuh"
+        struct MaxOp {{ __device__ float operator()(float a, float b) const {{ return a > b ? a : b; }} }};
+        __global__ void scale(float* x, int n) {{
+            float first = load_twice(x);
+            int i = threadIdx.x; if (i < n) x[i] *= first;
+        }}
+        void reduce(const float* x, float* out, int n, void* scratch, size_t bytes) {{
+            cub::DeviceReduce::Reduce(scratch, bytes, x, out, n, MaxOp(), 0.0f);
             scale<<<1, 32>>>(out, 1);
         }}
         """)
     ext = tmp_path / "ext"
     ext.mkdir()
+    (tmp_path / "include").mkdir()  # a header outside the candidate's folder
+    (tmp_path / "include" / "helpers.cuh").write_text(
+        "__device__ __forceinline__ float load_twice(const float* p) { return __ldg(p) * 2.0f; }\n")
     (ext / "cuda.cu").write_text(rename_globals(source))
     build = subprocess.run([NVCC, "-shared", "-Xcompiler", "-fPIC", "-std=c++17", "-arch=sm_90", "-lineinfo",
-                            str(ext / "cuda.cu"), "-o", str(ext / "k.so")], capture_output=True, text=True, timeout=280)
+                            "-I", str(tmp_path / "include"), str(ext / "cuda.cu"), "-o", str(ext / "k.so")],
+                           capture_output=True, text=True, timeout=280)
     if build.returncode != 0:
         pytest.skip(f"nvcc could not build CUB here: {build.stderr.strip()[-200:]}")
     assert entry_identifiers(ext / "k.so", cuobjdump()) >= {"DeviceReduceKernel" + OWN_SUFFIX}  # the forged name

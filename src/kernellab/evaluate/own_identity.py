@@ -182,13 +182,15 @@ def entry_identifiers(binary: Path, tool: str, within: Path | None = None) -> se
 
 _TEXT = re.compile(r"^\s*\.text\.(\S+?):\s*$")
 _FILE = re.compile(r'//## File "((?:[^"\\]|\\.)*)"')
+_INLINED_AT = re.compile(r'inlined at "((?:[^"\\]|\\.)*)"')
 
 
 def entry_files(binary: Path, tool: str) -> dict[str, str | None] | None:
     """For each kernel entry of ``binary``'s device code (mangled symbol), the source file its first
     instruction comes from, by the line information a ``-lineinfo`` build carries (None for an
-    entry without any); None when the code could not be read. The first line, not any: a library's
-    kernel template inlines code of the file that instantiated it."""
+    entry without any); None when the code could not be read. The first line's outermost frame,
+    not any line: a library's kernel template inlines code of the file that instantiated it, and an
+    own kernel inlines the headers' device functions."""
     disassembler = nvdisasm(tool)
     if disassembler is None:
         return None
@@ -198,7 +200,7 @@ def entry_files(binary: Path, tool: str) -> dict[str, str | None] | None:
                            timeout=60, check=True)
             files: dict[str, str | None] = {}
             for cubin in sorted(Path(folder).glob("*.cubin")):
-                listing = subprocess.run([disassembler, "-g", str(cubin)], capture_output=True, text=True,
+                listing = subprocess.run([disassembler, "-gi", str(cubin)], capture_output=True, text=True,
                                          timeout=120, check=True).stdout
                 current = None
                 for line in listing.splitlines():
@@ -209,7 +211,11 @@ def entry_files(binary: Path, tool: str) -> dict[str, str | None] | None:
                         continue
                     where = _FILE.search(line) if current is not None else None
                     if where and files.get(current) is None:
-                        files[current] = where.group(1)
+                        # the outermost frame: code a header inlined into this kernel stands in the
+                        # kernel's file, as code of the candidate's inlined into a library template
+                        # stands in the library's header
+                        frames = _INLINED_AT.findall(line)
+                        files[current] = frames[-1] if frames else where.group(1)
                         current = None  # the first line decides
         except (OSError, subprocess.SubprocessError) as exc:
             log.warning("could not read the line information of %s: %s", binary, exc)
