@@ -180,10 +180,11 @@ def test_a_binary_cuobjdump_could_not_read_counts_for_nothing_and_is_read_again(
     candidate's making must not widen the set, as source names would), and the next reads it."""
     source = rename_globals("template <typename T> __global__ void decode_kernel(T* x) { x[0] = T(1); }\n"
                             "void launch(float* x) { decode_kernel<float><<<1, 1>>>(x); }\n")
-    (tmp_path / "k.cu").write_text(source)
     (tmp_path / "ext").mkdir()
-    build = subprocess.run([NVCC, "-shared", "-Xcompiler", "-fPIC", "-arch=sm_90", "-lineinfo", str(tmp_path / "k.cu"),
-                            "-o", str(tmp_path / "ext" / "k.so")], capture_output=True, text=True, timeout=280)
+    (tmp_path / "ext" / "k.cu").write_text(source)  # the build's own file, in its folder
+    build = subprocess.run([NVCC, "-shared", "-Xcompiler", "-fPIC", "-arch=sm_90", "-lineinfo",
+                            str(tmp_path / "ext" / "k.cu"), "-o", str(tmp_path / "ext" / "k.so")],
+                           capture_output=True, text=True, timeout=280)
     if build.returncode != 0:
         pytest.skip(f"nvcc could not build here: {build.stderr.strip()[-200:]}")
     real = cuobjdump()

@@ -10,10 +10,12 @@ Progress marks (one JSON line each, with ``time.time()``) go to a file the judge
 tell the tool's failure to run (no ``ready`` mark: the interpreter, torch or the CUDA context under
 the tool never came up) from the candidate's (``raised`` while its code ran, or no ``done`` mark),
 and where the seconds went. Exit status: 0 done, 3 the candidate raised, 4 the harness could not
-start.
+start, 5 the judge that asked for it is gone (a judge killed mid-check, by a campaign's time limit or
+a ``timeout``, must not leave the tool running on the GPU for minutes beside whatever comes next).
 
 The job (JSON): ``candidate`` (path), ``source`` and ``where`` (the reference module and its file),
-``seed``, ``fp32_precision``, ``status_path``, ``log_path`` (the candidate's stdout and stderr), and
+``seed``, ``fp32_precision``, ``status_path``, ``log_path`` (the candidate's stdout and stderr),
+``judge_pid`` (optional: the process to end with), and
 ``items``: ``[{"label", "values", "dtype", "keep_dtype", "grad_inputs" (None: forward only)}]``.
 """
 
@@ -21,12 +23,14 @@ from __future__ import annotations
 
 import json
 import os
+import select
 import sys
+import threading
 import time
 import traceback
 from typing import Any
 
-DONE, RAISED, SETUP_FAILED = 0, 3, 4
+DONE, RAISED, SETUP_FAILED, JUDGE_GONE = 0, 3, 4, 5
 
 
 class _Marks:
@@ -70,9 +74,31 @@ def _autotune_runs_each_config_once() -> None:
     Autotuner.do_bench = property(lambda self: once)
 
 
+def _end_with(pid: int) -> None:
+    """Exit the moment process ``pid`` ends (a pidfd turns readable; no pid reuse can fool it)."""
+    try:
+        handle = os.pidfd_open(pid)
+    except ProcessLookupError:
+        os._exit(JUDGE_GONE)
+    except OSError:  # no pidfds here: poll instead
+        handle = None
+
+    def watch() -> None:
+        if handle is not None:
+            select.select([handle], [], [])
+        else:
+            while os.path.exists(f"/proc/{pid}"):
+                time.sleep(1.0)
+        os._exit(JUDGE_GONE)
+
+    threading.Thread(target=watch, name="judge-watch", daemon=True).start()
+
+
 def main(argv: list[str]) -> int:
     with open(argv[1]) as f:
         job = json.load(f)
+    if job.get("judge_pid"):
+        _end_with(int(job["judge_pid"]))
     mark = _Marks(job["status_path"])
     mark("started")
     _redirect_output(job["log_path"])

@@ -184,7 +184,7 @@ def run_sanitizers(job: SanitizeJob, env: dict[str, str], folder: Path, timeout_
         own.mkdir(exist_ok=True)
         spec = {"candidate": str(job.candidate), "source": job.source, "where": job.where, "items": job.items,
                 "seed": job.seed, "fp32_precision": job.fp32_precision, "fast_exit": job.fast_exit,
-                "reference_class": job.reference_class,
+                "reference_class": job.reference_class, "judge_pid": os.getpid(),
                 "status_path": str(own / "marks.jsonl"), "log_path": str(own / "candidate.log")}
         (own / "job.json").write_text(json.dumps(spec))
         command = [executable, "--tool", tool, *_COMMON, *_TOOL_OPTIONS[tool], "--log-file", str(own / "report.txt"),
