@@ -15,6 +15,7 @@ stopped still leaves its rows. Prints one line per problem that does not pass, a
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import os
 import shutil
@@ -22,10 +23,12 @@ import tempfile
 import time
 from pathlib import Path
 
+from kernellab.evaluate import gpu_sharing
 from kernellab.evaluate.machine_fit import TooLargeError
 from kernellab.evaluate.options import EvalOptions
 from kernellab.evaluate.session import EvalSession
 from kernellab.evaluate.verdict import Stage
+from kernellab.run.scheduler import GpuLock, physical_gpu
 from kernellab.tasks.load import load_task
 from kernellab.tasks.materialize import load_problem
 from kernellab.tasks.model import Policy, TaskError, Visibility
@@ -60,6 +63,7 @@ def main() -> None:
     problems = problems[index::count]
     options = EvalOptions(policy=Policy.OFF, stages=STAGE_SETS[args.stages], device=args.device,
                           cpu_max_elements=args.cpu_max_elements, trials=args.trials)
+    lock = _share_the_gpu(count) if args.eval and _device(args.device) == "cuda" else None
     started = time.monotonic()
     rows: list[dict] = []
     out = Path(args.out)
@@ -71,7 +75,7 @@ def main() -> None:
             if args.time_cap is not None and time.monotonic() - started > args.time_cap:
                 row["status"] = "not_reached"
             else:
-                row.update(_one(path, options if args.eval else None, scratch))
+                row.update(_one(path, options if args.eval else None, scratch, lock))
             rows.append(row)
             if not row.get("loaded", True) or (args.eval and row.get("status") not in ("passed", "not_reached")):
                 print(f"{row['problem']:60s} {row.get('status', 'not loaded'):12s} {(row.get('error') or '')[:160]}",
@@ -83,7 +87,26 @@ def main() -> None:
     print("\n" + ", ".join(f"{k} {v}" for k, v in summary.items()), flush=True)
 
 
-def _one(path: Path, options: EvalOptions | None, scratch: Path) -> dict:
+def _device(device: str | None) -> str:
+    if device is not None:
+        return device
+    import torch
+
+    return "cuda" if torch.cuda.is_available() else "cpu"
+
+
+def _share_the_gpu(shards: int) -> GpuLock:
+    """Shards side by side on one GPU share it as a campaign's workers do: each evaluation holds the
+    GPU's lock shared, a timing takes it exclusively, and an evaluation that ran out of device memory
+    beside the others is judged again once they have ended (``evaluate/gpu_sharing.py``). Without
+    it, KernelBench's multi-GB problems exhaust an 80 GB GPU and the shortage reads as a verdict."""
+    os.environ.setdefault(gpu_sharing.SHARED_BY_ENV, str(shards))
+    lock = GpuLock(physical_gpu(0))
+    gpu_sharing.set_guards(lock.exclusive, lock.alone)
+    return lock
+
+
+def _one(path: Path, options: EvalOptions | None, scratch: Path, lock: GpuLock | None = None) -> dict:
     row: dict = {}
     began = time.perf_counter()
     try:
@@ -93,8 +116,16 @@ def _one(path: Path, options: EvalOptions | None, scratch: Path) -> dict:
                    footprint=load_problem(task, task.configs[0]).footprint_numel())
         if options is not None:
             candidate = path  # the reference itself, judged by its Model (a copy needs a ModelNew)
-            with EvalSession(task, options) as session:
-                verdict = session.evaluate(candidate)
+            if lock is not None:
+                lock.begin("shared")
+            try:
+                with EvalSession(task, options) as session:
+                    verdict = session.evaluate(candidate)
+            finally:
+                if lock is not None:
+                    gc.collect()  # the session's cases, then their memory back to the GPU
+                    gpu_sharing.give_back_memory()
+                    lock.end()
             row.update(status=verdict.status.value, correct=verdict.correct, error=verdict.error,
                        failed_stage=verdict.failed_stage.value if verdict.failed_stage else None,
                        configs=sorted({c.config for s in verdict.stages for c in s.configs}))

@@ -109,6 +109,45 @@ def test_a_size_that_cannot_shrink_further_is_kept(tmp_path):
     assert out.shape[-1] == values["width"] - 32
 
 
+def test_a_size_the_model_reads_as_a_global_is_never_scaled(tmp_path):
+    """An RNN cell whose ``__init__`` reads ``batch_size`` from the module: a candidate written after
+    the file reads the file's value whatever the config, so the derived config must keep it (halving
+    it fed 64-row inputs to a 256-row hidden state: the reference itself failed as a candidate)."""
+    path = kb_file(tmp_path, "33_rnn_cell.py", """
+        import torch
+        import torch.nn as nn
+
+        class Model(nn.Module):
+            def __init__(self, input_size, hidden_size):
+                super().__init__()
+                self.hidden = torch.randn((batch_size, hidden_size))
+                self.i2h = nn.Linear(input_size + hidden_size, hidden_size)
+
+            def forward(self, x, initial_hidden):
+                self.hidden.copy_(initial_hidden)
+                return torch.tanh(self.i2h(torch.cat((x, self.hidden), dim=1)))
+
+        batch_size = 64
+        input_size = 4096
+        hidden_size = 4096
+
+        def get_inputs():
+            return [torch.rand(batch_size, input_size), torch.rand(batch_size, hidden_size)]
+
+        def get_init_inputs():
+            return [input_size, hidden_size]
+    """)
+    _, small, problem = small_of(path)
+    values = small.as_dict()
+    assert "batch_size" not in values and values["input_size"] < 4096 and values["hidden_size"] < 4096
+    assert problem.footprint_numel() <= SMALL_ELEMENTS
+    as_written = build_module(path.read_text(), name="candidate", where=path)  # the file's own constants
+    model = build_model(as_written.Model, problem.init_inputs(), seed=0)
+    with torch.no_grad():
+        out = model(*problem.inputs(seed=0, device="cpu", dtype="float32"))
+    assert out.shape == (64, values["hidden_size"])
+
+
 def test_tuple_unpacked_sizes_are_constants_a_config_sets(tmp_path):
     source = textwrap.dedent("""
         import torch

@@ -18,6 +18,11 @@ one rule, the same for every file:
   leaves a 3D convolution above the limit, or breaks a relation such as channels divisible by
   groups) the same is tried with the next, lower floor in ``FLOORS``.
 
+A size the model's own code reads as a module global (``self.hidden = torch.randn((batch_size,
+hidden_size))`` in an ``__init__``) is never scaled: a candidate written after the file reads the
+file's value, not the config's, so only what reaches the model through ``get_inputs`` and
+``get_init_inputs`` can change.
+
 A file already within ``SMALL_ELEMENTS`` needs none; a file whose weights are fixed in its code (a
 VGG's 4096-wide classifier) may have no small config at all, and is then too large for a CPU.
 """
@@ -25,6 +30,7 @@ VGG's 4096-wide classifier) may have no small config at all, and is then too lar
 from __future__ import annotations
 
 import dataclasses
+import symtable
 from typing import Any
 
 import torch
@@ -56,7 +62,8 @@ def derive_small_config(task: Task) -> dict[str, Any] | None:
     """The scaled size constants (only those that changed) of a config within ``SMALL_ELEMENTS`` whose
     reference runs, or None."""
     constants = task.configs[0].as_dict()
-    sizes = [name for name, value in constants.items() if _largest(value) >= MIN_SIZE]
+    fixed = read_by_the_model(task.source)
+    sizes = [name for name, value in constants.items() if _largest(value) >= MIN_SIZE and name not in fixed]
     if not sizes:
         return None
     if _inputs_and_weights(task, {n: _at_floor(constants[n], min(FLOORS)) for n in sizes}) > SMALL_ELEMENTS:
@@ -74,6 +81,25 @@ def derive_small_config(task: Task) -> dict[str, Any] | None:
         if outputs is not None and problem.input_numel() + outputs <= SMALL_ELEMENTS:
             return changed
     return None
+
+
+def read_by_the_model(source: str) -> set[str]:
+    """Module globals the file's classes and functions read, other than the input functions: the
+    model's definition as the file fixes it (by the compiler's own scopes: a parameter or local of
+    the same name is not the global)."""
+    from kernellab.tasks.module import INPUT_FUNCTIONS
+
+    try:
+        top = symtable.symtable(source, "<reference>", "exec")
+    except SyntaxError:
+        return set()
+    found: set[str] = set()
+    pending = [t for t in top.get_children() if t.get_name() not in INPUT_FUNCTIONS]
+    while pending:
+        table = pending.pop()
+        found.update(s.get_name() for s in table.get_symbols() if s.is_referenced() and s.is_global())
+        pending.extend(table.get_children())
+    return found
 
 
 def _halve_until_small(task: Task, constants: dict[str, Any], sizes: list[str], floor: int) -> dict[str, Any] | None:
