@@ -116,3 +116,44 @@ def test_errors_of_outputs_whose_squares_overflow_are_still_measured():
     assert rel == pytest.approx(1e-3 / math.sqrt(1.09 / 4), rel=1e-6)
     _, overflowed = normalised_error(torch.tensor([float("inf"), -3e199, 2e150, 1.0], dtype=torch.float64), ref)
     assert overflowed > 1.0  # an output that overflowed where the reference did not is far off, not exact
+
+
+def test_the_error_computed_by_chunks_is_the_whole_tensors(monkeypatch):
+    """Chunks of 1,000 elements over a 10,007-element output with NaN, inf and a spread of scales give
+    the error computed on the whole tensor at once (the definition: max |out - ref| / rms of ref's
+    finite values, matching non-finite values count as equal)."""
+    from kernellab.evaluate import tolerance
+
+    generator = torch.Generator().manual_seed(0)
+    ref = torch.randn(10007, generator=generator, dtype=torch.float64) * torch.logspace(-3, 3, 10007,
+                                                                                          dtype=torch.float64)
+    ref[[5, 4000]] = float("inf")
+    ref[9000] = float("nan")
+    out = (ref + 1e-4 * torch.randn(10007, generator=generator, dtype=torch.float64)).to(torch.float32)
+    out[[5, 4000, 9000]] = ref[[5, 4000, 9000]].to(torch.float32)  # the same specials: no error there
+    finite = torch.isfinite(ref)
+    diff = (out.to(torch.float64) - ref).abs()[finite]
+    expected_abs = float(diff.max())
+    expected_rel = expected_abs / float(ref[finite].pow(2).mean().sqrt())
+    monkeypatch.setattr(tolerance, "CHUNK", 1000)
+    max_abs, rel = tolerance.normalised_error(out.reshape(1, 10007), ref.reshape(1, 10007))
+    assert max_abs == expected_abs
+    assert rel == pytest.approx(expected_rel, rel=1e-12)
+    out[7000] = float("nan")  # a NaN where the reference is finite: infinitely wrong
+    assert tolerance.normalised_error(out, ref) == (float("inf"), float("inf"))
+
+
+def test_the_device_side_check_of_timed_outputs_agrees_by_chunks(monkeypatch):
+    """The timed calls' on-device check (``timing_slots._beyond``) by chunks of 1,000: beyond exactly
+    where the whole-tensor error is above the tolerance, and a non-finite reference always beyond."""
+    from kernellab.evaluate import timing_slots
+
+    monkeypatch.setattr(timing_slots, "CHUNK", 1000)
+    generator = torch.Generator().manual_seed(1)
+    ref = torch.randn(4097, generator=generator, dtype=torch.float64)
+    out = (ref + 1e-3 * torch.randn(4097, generator=generator, dtype=torch.float64)).to(torch.float32)
+    _, rel = normalised_error(out, ref)
+    assert not bool(timing_slots._beyond(out, ref, rel * 1.01))
+    assert bool(timing_slots._beyond(out, ref, rel * 0.99))
+    ref[4096] = float("inf")
+    assert bool(timing_slots._beyond(out, ref, 1e9))

@@ -204,7 +204,7 @@ def _sensitivity(problem: Problem, ref_model: torch.nn.Module, pristine: list[An
             value = value * (1.0 + roundoff * (2.0 * noise - 1.0))
         moved.append(value)
     outputs = _run(ref_model, moved, mutated)
-    return [normalised_error(o.to(torch.float64), r)[1] if o.is_floating_point() and r.is_floating_point() else 0.0
+    return [normalised_error(o, r)[1] if o.is_floating_point() and r.is_floating_point() else 0.0
             for o, r in zip(outputs, ref_outputs)]
 
 

@@ -28,7 +28,7 @@ import torch
 from kernellab.evaluate.checking import (CallOutcome, bitwise_equal, compare_all, compare_grads, input_mutation,
                                          output_contract)
 from kernellab.evaluate.reference import Case, ensure_gradients
-from kernellab.evaluate.tolerance import _TINY
+from kernellab.evaluate.tolerance import _TINY, CHUNK
 from kernellab.evaluate.verdict import ConfigCheck, Violation, ViolationKind
 from kernellab.sandbox.evidence import as_bits
 from kernellab.tasks.materialize import TORCH_DTYPES, device_generator, flatten_outputs
@@ -255,11 +255,24 @@ class TimingSlots:
 def _beyond(out: torch.Tensor, ref: torch.Tensor, tolerance: float) -> torch.Tensor:
     """On the device: whether ``max|out - ref| / rms(ref)`` exceeds ``tolerance`` (or is not a number,
     or the reference is not finite: the full judgement decides those). As ``tolerance.normalised_error``
-    measures it for finite references."""
-    diff = (out.detach().to(torch.float64) - ref).abs().amax() if out.numel() else ref.new_zeros(())
-    scale = ref.abs().amax() if ref.numel() else ref.new_zeros(())
+    measures it for finite references, ``CHUNK`` elements at a time (no float64 copy of a whole
+    output), with nothing read back."""
+    zero = ref.new_zeros((), dtype=torch.float64)
+    if not ref.numel():
+        return ~(zero <= tolerance * _TINY)
+    out = out.detach()
+    if out.shape != ref.shape:
+        out, ref = torch.broadcast_tensors(out, ref)
+    out, ref = out.reshape(-1), ref.reshape(-1)
+    diff, scale, total = zero, zero, zero
+    for start in range(0, ref.numel(), CHUNK):
+        part = ref[start:start + CHUNK]
+        diff = torch.maximum(diff, (out[start:start + CHUNK].to(torch.float64) - part).abs().amax())
+        scale = torch.maximum(scale, part.abs().amax())
     safe = torch.where(scale > 0, scale, torch.ones_like(scale))
-    rms = scale * (ref / safe).pow(2).mean().sqrt() if ref.numel() else ref.new_zeros(())
+    for start in range(0, ref.numel(), CHUNK):
+        total = total + (ref[start:start + CHUNK] / safe).pow(2).sum()
+    rms = scale * (total / ref.numel()).sqrt()
     within = diff <= tolerance * torch.clamp(rms, min=_TINY)
     return ~(within & torch.isfinite(scale))
 
