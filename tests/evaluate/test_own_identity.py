@@ -18,8 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from kernellab.evaluate.own_identity import (OwnKernelReader, cuobjdump, entry_identifiers, mangled_identifiers,
-                                             nvdisasm)
+from kernellab.evaluate.own_identity import (OwnKernelReader, cuobjdump, entry_decisions, entry_files,
+                                             entry_identifiers, mangled_identifiers, nvdisasm)
 from kernellab.evaluate.policy import Origin, kernel_origin
 from kernellab.sandbox.own_compiles import OWN_SUFFIX, rename_globals, rename_sources
 
@@ -94,28 +94,93 @@ def test_the_candidates_triton_kernels_compile_under_the_suffix(compiled):
     assert names == ["ampere_sgemm_128x64_nn" + OWN_SUFFIX, "lib_fill", "ampere_sgemm_128x64_nn" + OWN_SUFFIX]
 
 
-def test_the_judge_reads_own_kernels_from_the_cache_by_their_source_file(compiled):
+def _without_entries_from(cache: Path, copy: Path, file_name: str) -> Path:
+    """A copy of the cache without the compiles whose code comes from ``file_name``."""
+    shutil.copytree(cache, copy)
+    for meta in copy.glob("*/*.json"):
+        if not meta.name.startswith("__grp__") and file_name in meta.with_suffix(".source").read_text():
+            shutil.rmtree(meta.parent)
+    return copy
+
+
+def test_the_judge_reads_own_kernels_from_the_cache_by_their_source_file(compiled, tmp_path):
     folder, cache, _ = compiled
-    identity = OwnKernelReader(str(folder / "candidate_mod.py"), cache, None).identity()
+    alone = _without_entries_from(cache, tmp_path / "triton", "library_mod.py")  # its own compile only
+    identity = OwnKernelReader(str(folder / "candidate_mod.py"), alone, None).identity()
     assert identity.kernels == {"ampere_sgemm_128x64_nn" + OWN_SUFFIX}
     # a file that compiled nothing owns nothing
-    assert OwnKernelReader(str(folder / "driver.py"), cache, None).identity().kernels == frozenset()
+    assert OwnKernelReader(str(folder / "driver.py"), alone, None).identity().kernels == frozenset()
     # cuBLAS's kernel of that name stays a library kernel; the candidate's compile is its own
     assert kernel_origin("ampere_sgemm_128x64_nn", identity) is Origin.LIBRARY
     assert kernel_origin("ampere_sgemm_128x64_nn" + OWN_SUFFIX, identity) is Origin.OWN
 
 
-def test_a_library_kernel_renamed_by_the_candidate_is_not_own(compiled, tmp_path):
-    """The third compile carries the candidate's suffixed name, but its source is the library's file:
-    without that entry's provenance check the identity would be the same name twice, so remove the
-    candidate's own entry and look again."""
+def test_a_name_a_library_kernel_was_compiled_under_is_nobodys(compiled):
+    """The third compile is the library's ``lib_copy`` under the name of the candidate's own kernel
+    (its ``repr``): a trace record is judged by its name, and that name now stands for both, so it
+    is not the candidate's, nor is its own kernel of that name."""
     folder, cache, _ = compiled
-    copy = tmp_path / "triton"
-    shutil.copytree(cache, copy)
-    for meta in copy.glob("*/*.json"):
-        if not meta.name.startswith("__grp__") and "candidate_mod.py" in meta.with_suffix(".source").read_text():
-            shutil.rmtree(meta.parent)
+    assert OwnKernelReader(str(folder / "candidate_mod.py"), cache, None).identity().kernels == frozenset()
+
+
+def test_a_library_kernel_renamed_by_the_candidate_is_not_own(compiled, tmp_path):
+    """Without the candidate's own compile, the library's under the suffixed name alone."""
+    folder, cache, _ = compiled
+    copy = _without_entries_from(cache, tmp_path / "triton", "candidate_mod.py")
     assert OwnKernelReader(str(folder / "candidate_mod.py"), copy, None).identity().kernels == frozenset()
+
+
+WRAPPER = '''
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def copy_rows(x_ptr, y_ptr, n, BLOCK: tl.constexpr, BODY: tl.constexpr):
+    BODY(x_ptr, y_ptr, n, BLOCK)
+
+
+@triton.jit
+def row_sums(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
+    i = tl.arange(0, BLOCK)
+    tl.store(y_ptr, tl.sum(tl.load(x_ptr + i, mask=i < n, other=0.0), axis=0))
+'''
+
+WRAPPER_DRIVER = '''
+import sys
+sys.path.insert(0, sys.argv[1])
+from kernellab.sandbox.own_compiles import mark_own_compiles
+mark_own_compiles(sys.argv[2])
+import triton
+from triton.backends.compiler import GPUTarget
+from triton.compiler import ASTSource
+import wrapper_mod, library_mod
+target = GPUTarget("cuda", 90, 32)
+sig = {"x_ptr": "*fp32", "y_ptr": "*fp32", "n": "i32", "BLOCK": "constexpr"}
+print(triton.compile(ASTSource(wrapper_mod.copy_rows, {**sig, "BODY": "constexpr"},
+                               constexprs={"BLOCK": 128, "BODY": library_mod.lib_copy}), target=target).metadata.name)
+print(triton.compile(ASTSource(wrapper_mod.row_sums, sig, constexprs={"BLOCK": 128}), target=target).metadata.name)
+'''
+
+
+def test_a_kernel_of_the_candidates_whose_body_is_a_library_kernel_is_not_own(tmp_path):
+    """A one-line kernel in the candidate's file calls a library's ``@triton.jit`` function handed
+    to it as a constexpr, which Triton inlines: its code is the library's. Beside it, a kernel that
+    calls ``tl.sum`` (Triton's own ``@jit`` function, inlined too) is the candidate's."""
+    (tmp_path / "wrapper_mod.py").write_text(WRAPPER)
+    (tmp_path / "library_mod.py").write_text(LIBRARY)
+    (tmp_path / "driver.py").write_text(WRAPPER_DRIVER)
+    cache = tmp_path / "triton"
+    env = {"PATH": "/usr/bin:/bin", "TRITON_CACHE_DIR": str(cache), "HOME": str(tmp_path),
+           "PYTHONPATH": str(Path(__file__).resolve().parents[2] / "src")}
+    run = subprocess.run([sys.executable, str(tmp_path / "driver.py"), str(tmp_path), str(tmp_path / "wrapper_mod.py")],
+                         capture_output=True, text=True, env=env, timeout=280)
+    if run.returncode != 0 and "ptxas" in run.stderr:
+        pytest.skip(f"Triton cannot compile for sm_90 here: {run.stderr.strip().splitlines()[-1]}")
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert run.stdout.split() == ["copy_rows" + OWN_SUFFIX, "row_sums" + OWN_SUFFIX]
+    identity = OwnKernelReader(str(tmp_path / "wrapper_mod.py"), cache, None).identity()
+    assert identity.kernels == {"row_sums" + OWN_SUFFIX}
 
 
 def test_mangled_identifiers():
@@ -161,9 +226,10 @@ def test_extension_entry_points_carry_the_suffix(tmp_path):
             ampere_sgemm_128x64_nn<<<1, 1>>>(a);
         }
         """))
-    (tmp_path / "k.cu").write_text(source)
-    build = subprocess.run([NVCC, "-shared", "-Xcompiler", "-fPIC", "-arch=sm_90", "-lineinfo", str(tmp_path / "k.cu"),
-                            "-o", str(tmp_path / "k.so")], capture_output=True, text=True, timeout=280)
+    (tmp_path / "cuda.cu").write_text(source)  # as load_inline names it, beside the binary
+    build = subprocess.run([NVCC, "-shared", "-Xcompiler", "-fPIC", "-arch=sm_90", "-lineinfo",
+                            str(tmp_path / "cuda.cu"), "-o", str(tmp_path / "k.so")],
+                           capture_output=True, text=True, timeout=280)
     if build.returncode != 0:
         pytest.skip(f"nvcc could not build here: {build.stderr.strip()[-200:]}")
     found = entry_identifiers(tmp_path / "k.so", cuobjdump())
@@ -181,9 +247,9 @@ def test_a_binary_cuobjdump_could_not_read_counts_for_nothing_and_is_read_again(
     source = rename_globals("template <typename T> __global__ void decode_kernel(T* x) { x[0] = T(1); }\n"
                             "void launch(float* x) { decode_kernel<float><<<1, 1>>>(x); }\n")
     (tmp_path / "ext").mkdir()
-    (tmp_path / "ext" / "k.cu").write_text(source)  # the build's own file, in its folder
+    (tmp_path / "ext" / "cuda.cu").write_text(source)  # the build's own file, in its folder
     build = subprocess.run([NVCC, "-shared", "-Xcompiler", "-fPIC", "-arch=sm_90", "-lineinfo",
-                            str(tmp_path / "ext" / "k.cu"), "-o", str(tmp_path / "ext" / "k.so")],
+                            str(tmp_path / "ext" / "cuda.cu"), "-o", str(tmp_path / "ext" / "k.so")],
                            capture_output=True, text=True, timeout=280)
     if build.returncode != 0:
         pytest.skip(f"nvcc could not build here: {build.stderr.strip()[-200:]}")
@@ -221,9 +287,10 @@ def test_a_build_replaced_in_the_folder_keeps_the_kernels_it_had(tmp_path):
     ext.mkdir()
 
     def build(source: str) -> None:
-        (ext / "k.cu").write_text(source)
+        (ext / "cuda.cu").write_text(source)
         done = subprocess.run([NVCC, "-shared", "-Xcompiler", "-fPIC", "-arch=sm_90", "-lineinfo",
-                               str(ext / "k.cu"), "-o", str(ext / "k.so")], capture_output=True, text=True, timeout=280)
+                               str(ext / "cuda.cu"), "-o", str(ext / "k.so")], capture_output=True, text=True,
+                               timeout=280)
         if done.returncode != 0:
             pytest.skip(f"nvcc could not build here: {done.stderr.strip()[-200:]}")
 
@@ -297,7 +364,7 @@ def test_a_library_kernel_given_the_suffix_by_the_candidates_own_define_stays_th
     if build.returncode != 0:
         pytest.skip(f"nvcc could not build CUB here: {build.stderr.strip()[-200:]}")
     assert entry_identifiers(ext / "k.so", cuobjdump()) >= {"DeviceReduceKernel" + OWN_SUFFIX}  # the forged name
-    assert entry_identifiers(ext / "k.so", cuobjdump(), within=ext) == {"scale" + OWN_SUFFIX}
+    assert entry_identifiers(ext / "k.so", cuobjdump(), source=ext / "cuda.cu") == {"scale" + OWN_SUFFIX}
     assert OwnKernelReader("unused.py", None, ext).identity().kernels == {"scale" + OWN_SUFFIX}
 
 
@@ -335,3 +402,77 @@ def test_the_candidates_cuda_builds_carry_line_information_however_the_flags_are
     assert lines[0] == f"['__global__ void add{OWN_SUFFIX}(float* x) {{}}'] ['-O3', '-lineinfo']"
     assert lines[1] == f"'__global__ void add{OWN_SUFFIX}(float* x) {{}}' ['-O2', '-lineinfo']"
     assert lines[2] == "None None"
+
+
+def _build_in(ext: Path, source: str, *flags: str, headers: dict[str, str] | None = None) -> Path:
+    """``source`` built as ``load_inline`` builds it: ``cuda.cu`` in the build folder, beside the binary,
+    with line information, the candidate's ``flags`` added, nvcc run in that folder."""
+    ext.mkdir(parents=True, exist_ok=True)
+    for name, text in (headers or {}).items():
+        (ext.parent / name).write_text(text)  # outside the build folder, as a library's header is
+    (ext / "cuda.cu").write_text(rename_globals(source))
+    build = subprocess.run([NVCC, "-shared", "-Xcompiler", "-fPIC", "-std=c++17", "-lineinfo", *flags,
+                            "-I", str(ext.parent), str(ext / "cuda.cu"), "-o", str(ext / "k.so")], cwd=ext,
+                           capture_output=True, text=True, timeout=280)
+    if build.returncode != 0:
+        pytest.skip(f"nvcc could not build this here: {build.stderr.strip()[-200:]}")
+    return ext / "k.so"
+
+
+NEEDS_LINE_INFO = pytest.mark.skipif(NVCC is None or cuobjdump() is None or nvdisasm(cuobjdump()) is None,
+                                     reason="needs nvcc, cuobjdump and nvdisasm")
+
+LIBRARY_HEADER = """
+template <int N> __global__ void lib_scale(float* x) { x[threadIdx.x] *= N; }
+template <int N> void lib_launch(float* x) { lib_scale<N><<<1, 32>>>(x); }
+"""
+
+
+@NEEDS_LINE_INFO
+def test_a_decoy_of_the_forged_name_makes_the_name_nobodys(tmp_path):
+    """The candidate's own do-nothing kernel bears the name its ``#define`` gave a library kernel: the
+    trace shows one name for both, so it is not the candidate's."""
+    binary = _build_in(tmp_path / "ext", f"""\
+        #define lib_scale lib_scale{OWN_SUFFIX}
+        #include "lib.cuh"
+        __global__ void lib_scale{OWN_SUFFIX}(int) {{ }}  // written suffixed: the renaming leaves it
+        __global__ void mine(float* x) {{ x[threadIdx.x] += 1.0f; }}
+        void run(float* x) {{ lib_launch<2>(x); lib_scale{OWN_SUFFIX}<<<1, 1>>>(0); mine<<<1, 32>>>(x); }}
+        """, "-arch=sm_90", headers={"lib.cuh": LIBRARY_HEADER})
+    read = entry_decisions(binary, cuobjdump(), source=binary.parent / "cuda.cu")
+    assert read == {"lib_scale" + OWN_SUFFIX: False, "mine" + OWN_SUFFIX: True}
+    assert OwnKernelReader("unused.py", None, binary.parent).identity().kernels == {"mine" + OWN_SUFFIX}
+
+
+@NEEDS_LINE_INFO
+def test_flags_that_attribute_headers_to_a_preprocessed_copy_do_not_make_them_own(tmp_path):
+    """``-Xcompiler -P --keep``: no line markers, so every line, the library header's too, is
+    attributed to the preprocessed copy nvcc keeps in the build folder. Only ``cuda.cu`` itself counts."""
+    binary = _build_in(tmp_path / "ext", f"""\
+        #define lib_scale lib_scale{OWN_SUFFIX}
+        #include "lib.cuh"
+        void run(float* x) {{ lib_launch<2>(x); }}
+        """, "-arch=sm_90", "-Xcompiler", "-P", "--keep", headers={"lib.cuh": LIBRARY_HEADER})
+    files = entry_files(binary, cuobjdump())
+    assert files and all(os.path.realpath(f or "/") != os.path.realpath(binary.parent / "cuda.cu")
+                         for found in files.values() for f in found)
+    assert entry_identifiers(binary, cuobjdump(), source=binary.parent / "cuda.cu") == set()
+
+
+@NEEDS_LINE_INFO
+def test_a_kernel_is_own_only_if_it_is_in_every_architectures_code(tmp_path):
+    """For sm_80 only, the candidate writes an empty specialisation of the library kernel in its own
+    file; the sm_90 code (what an H100 runs) is the library's, under the same symbol."""
+    binary = _build_in(tmp_path / "ext", f"""\
+        #define lib_scale lib_scale{OWN_SUFFIX}
+        #include "lib.cuh"
+        #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 900
+        template <> __global__ void lib_scale{OWN_SUFFIX}<2>(float* x) {{ }}  // suffixed: the renaming leaves it
+        #endif
+        void run(float* x) {{ lib_launch<2>(x); }}
+        """, "-gencode=arch=compute_80,code=sm_80", "-gencode=arch=compute_90,code=sm_90",
+        headers={"lib.cuh": LIBRARY_HEADER})
+    files = entry_files(binary, cuobjdump())
+    (found,) = [v for k, v in files.items() if "lib_scale" in k]
+    assert len(found) == 2 and os.path.realpath(found[0]) != os.path.realpath(found[1])  # one per cubin
+    assert entry_identifiers(binary, cuobjdump(), source=binary.parent / "cuda.cu") == set()

@@ -85,25 +85,35 @@ class OwnKernelReader:
         self.triton_cache = Path(triton_cache) if triton_cache else None
         self.extensions = Path(extensions) if extensions else None
         self.source_cuda_names = frozenset(source_cuda_names)
-        self._entries: dict[Path, tuple[str | None, bool]] = {}  # entry folder -> (own kernel name, complete)
-        self._binaries: dict[tuple[Path, float, int], frozenset[str]] = {}
+        # entry folder -> (suffixed kernel name or None, whether it is the candidate's, complete)
+        self._entries: dict[Path, tuple[str | None, bool, bool]] = {}
+        self._binaries: dict[tuple[Path, float, int], dict[str, bool]] = {}  # suffixed name -> own
         self._notes: list[str] = []
 
     def identity(self) -> OwnIdentity:
-        return OwnIdentity(frozenset(self._triton_kernels() | self._extension_kernels()), tuple(self._notes))
+        """The suffixed names that only the candidate's own compiles bear. A trace record is judged
+        by its name, so a name also borne by a compile that is not the candidate's (a library kernel
+        given it by the candidate's ``repr`` or ``#define``, beside a decoy of its own) is nobody's."""
+        decisions = [*self._triton_kernels(), *self._extension_kernels()]
+        refused = {name for name, own in decisions if not own}
+        return OwnIdentity(frozenset(name for name, own in decisions if own and name not in refused),
+                           tuple(self._notes))
 
     # --- Triton ----------------------------------------------------------------------------------
-    def _triton_kernels(self) -> set[str]:
+    def _triton_kernels(self) -> list[tuple[str, bool]]:
         if self.triton_cache is None or not self.triton_cache.is_dir():
-            return set()
+            return []
         for entry in self.triton_cache.iterdir():
             known = self._entries.get(entry)
-            if known is None or not known[1]:
+            if known is None or not known[2]:
                 settled = _settled(entry)  # read before the entry, so a late file is read next time
-                self._entries[entry] = (self._triton_entry(entry), settled)
-        return {name for name, _ in self._entries.values() if name}
+                self._entries[entry] = (*self._triton_entry(entry), settled)
+        return [(name, own) for name, own, _ in self._entries.values() if name]
 
-    def _triton_entry(self, entry: Path) -> str | None:
+    def _triton_entry(self, entry: Path) -> tuple[str | None, bool]:
+        """(the suffixed kernel name compiled here, whether it is the candidate's): its code starts in
+        the candidate's file and every location in it is there or in Triton's own language (a library
+        ``@triton.jit`` function called from a one-line kernel of the candidate's is inlined into it)."""
         for meta in entry.glob("*.json"):
             if meta.name.startswith("__grp__"):
                 continue
@@ -112,72 +122,93 @@ class OwnKernelReader:
                 source = meta.with_suffix(".source").read_text(errors="replace")
             except (OSError, ValueError):
                 continue
-            where = _LOC.search(source)
-            if isinstance(name, str) and name.endswith(OWN_SUFFIX) and where \
-                    and _unescape(where.group(1)) == self.candidate_file:
-                return name
-        return None
+            if not isinstance(name, str) or not name.endswith(OWN_SUFFIX):
+                continue
+            files = [_unescape(m.group(1)) for m in _LOC.finditer(source)]
+            own = bool(files) and files[0] == self.candidate_file \
+                and all(f == self.candidate_file or _in_triton(f) for f in files)
+            return name, own
+        return None, False
 
     # --- CUDA extensions -----------------------------------------------------------------------------
-    def _extension_kernels(self) -> set[str]:
+    def _extension_kernels(self) -> list[tuple[str, bool]]:
         if self.extensions is None or not self.extensions.is_dir():
-            return set()
+            return []
         binaries = [p for p in self.extensions.rglob("*.so") if p.is_file()]
-        if not binaries:
-            return set().union(*self._binaries.values())
-        tool = cuobjdump()
-        if tool is not None and nvdisasm(tool) is None:
+        tool = cuobjdump() if binaries else None
+        if binaries and tool is not None and nvdisasm(tool) is None:
             self._note("no nvdisasm here: the candidate's CUDA kernels were recognised by their names alone, "
                        "not by the file their code comes from")
-        if tool is None:
+        if binaries and tool is None:
             self._note("no cuobjdump here: the candidate's CUDA kernels were recognised by their source names")
-            return {n + OWN_SUFFIX for n in self.source_cuda_names}
+            return [(n + OWN_SUFFIX, True) for n in self.source_cuda_names]
         for path in binaries:
             stat = path.stat()
             key = (path, stat.st_mtime, stat.st_size)
             if key not in self._binaries:
-                read = entry_identifiers(path, tool, within=self.extensions)
+                read = entry_decisions(path, tool, source=path.parent / EXTENSION_SOURCE)
                 if read is None:  # read again next time (a busy host's timeout is no proof of anything)
                     # Nothing of it counts meanwhile: an unreadable file (one the candidate wrote
                     # there) must never widen what is taken for the candidate's own.
                     self._note(f"cuobjdump could not read {path.name}: no kernel of it counted as the "
                                f"candidate's until it could")
                     continue
-                self._binaries[key] = frozenset(read)
-                log.debug("own kernels in %s: %s", path, sorted(read))
+                self._binaries[key] = read
+                log.debug("kernels in %s (own or not): %s", path, read)
         # Every binary read, also one replaced since: a process keeps the module it loaded, and any
         # build in the candidate's folders is its compile (only suffixed names count).
-        return set().union(*self._binaries.values())
+        return [item for read in self._binaries.values() for item in read.items()]
 
     def _note(self, note: str) -> None:
         if note not in self._notes:
             self._notes.append(note)
 
 
-def entry_identifiers(binary: Path, tool: str, within: Path | None = None) -> set[str] | None:
-    """Names (suffixed ones only) of the kernel entry points in a binary's embedded device code; None
-    when ``tool`` could not read it (a failure, a timeout): not the same as a binary without any.
-    ``within``: only entries whose code starts in a file under that folder (``entry_files``: the
-    candidate's generated sources, not a header a macro of its own renamed a library kernel in)."""
+# The file ``load_inline`` writes the CUDA sources to, in the build folder beside the built binary.
+EXTENSION_SOURCE = "cuda.cu"
+
+
+def entry_identifiers(binary: Path, tool: str, source: Path | None = None) -> set[str] | None:
+    """Names (suffixed ones only) of the candidate's kernel entry points in a binary's embedded device
+    code (``entry_decisions``); None when ``tool`` could not read it."""
+    read = entry_decisions(binary, tool, source)
+    return None if read is None else {name for name, own in read.items() if own}
+
+
+def entry_decisions(binary: Path, tool: str, source: Path | None = None) -> dict[str, bool] | None:
+    """Each suffixed name in the kernel entry points of a binary's embedded device code, and whether
+    every entry bearing it is the candidate's; None when ``tool`` could not read the binary (a
+    failure, a timeout): not the same as a binary without any. ``source``: an entry is the
+    candidate's only if its code starts in that very file, in every architecture's code the binary
+    carries (``entry_files``): not a header a macro of the candidate's renamed a library kernel in,
+    not a preprocessed copy its own compiler flags left beside it, and not an architecture the GPU
+    never runs."""
     try:
         done = subprocess.run([tool, "-symbols", str(binary)], capture_output=True, text=True, timeout=60)
     except (OSError, subprocess.SubprocessError) as exc:
         log.warning("cuobjdump failed on %s: %s", binary, exc)
         return None
     if done.returncode != 0 and "does not contain device code" in done.stderr:
-        return set()  # a host-only binary: read, and no kernels in it
+        return {}  # a host-only binary: read, and no kernels in it
     if done.returncode != 0:
         log.warning("cuobjdump failed on %s (exit %d): %s", binary, done.returncode, done.stderr.strip()[-300:])
         return None
     symbols = [symbol for symbol in _ENTRY.findall(done.stdout)
                if any(ident.endswith(OWN_SUFFIX) for ident in mangled_identifiers(symbol))]
-    if within is not None and symbols and nvdisasm(tool) is not None:
+    own = dict.fromkeys(symbols, True)
+    if source is not None and symbols and nvdisasm(tool) is not None:
         files = entry_files(binary, tool)
         if files is None:
             return None
-        root = os.path.realpath(within) + os.sep
-        symbols = [symbol for symbol in symbols if os.path.realpath(files.get(symbol) or "/").startswith(root)]
-    return {ident for symbol in symbols for ident in mangled_identifiers(symbol) if ident.endswith(OWN_SUFFIX)}
+        expected = os.path.realpath(source)
+        own = {symbol: bool(files.get(symbol)) and all(f is not None and os.path.realpath(f) == expected
+                                                      for f in files[symbol]) for symbol in symbols}
+    decisions: dict[str, bool] = {}
+    for symbol, mine in own.items():
+        for ident in mangled_identifiers(symbol):
+            if ident.endswith(OWN_SUFFIX):
+                decisions[ident] = decisions.get(ident, True) and mine
+    return decisions
 
 
 _TEXT = re.compile(r"^\s*\.text\.(\S+?):\s*$")
@@ -185,38 +216,41 @@ _FILE = re.compile(r'//## File "((?:[^"\\]|\\.)*)"')
 _INLINED_AT = re.compile(r'inlined at "((?:[^"\\]|\\.)*)"')
 
 
-def entry_files(binary: Path, tool: str) -> dict[str, str | None] | None:
+def entry_files(binary: Path, tool: str) -> dict[str, list[str | None]] | None:
     """For each kernel entry of ``binary``'s device code (mangled symbol), the source file its first
-    instruction comes from, by the line information a ``-lineinfo`` build carries (None for an
-    entry without any); None when the code could not be read. The first line's outermost frame,
-    not any line: a library's kernel template inlines code of the file that instantiated it, and an
-    own kernel inlines the headers' device functions."""
+    instruction comes from in each architecture's code (cubin) that has it, by the line information
+    a ``-lineinfo`` build carries (None for code without any); None when the code could not be read.
+    The first line's outermost frame, not any line: a library's kernel template inlines code of the
+    file that instantiated it, and an own kernel inlines the headers' device functions."""
     disassembler = nvdisasm(tool)
     if disassembler is None:
         return None
+    files: dict[str, list[str | None]] = {}
     with tempfile.TemporaryDirectory(prefix="kernellab-cubin-") as folder:
         try:
             subprocess.run([tool, "-xelf", "all", str(binary.resolve())], cwd=folder, capture_output=True,
                            timeout=60, check=True)
-            files: dict[str, str | None] = {}
             for cubin in sorted(Path(folder).glob("*.cubin")):
                 listing = subprocess.run([disassembler, "-gi", str(cubin)], capture_output=True, text=True,
                                          timeout=120, check=True).stdout
+                first: dict[str, str | None] = {}
                 current = None
                 for line in listing.splitlines():
                     heading = _TEXT.match(line)
                     if heading:
                         current = heading.group(1)
-                        files.setdefault(current, None)
+                        first.setdefault(current, None)
                         continue
                     where = _FILE.search(line) if current is not None else None
-                    if where and files.get(current) is None:
+                    if where and first.get(current) is None:
                         # the outermost frame: code a header inlined into this kernel stands in the
                         # kernel's file, as code of the candidate's inlined into a library template
                         # stands in the library's header
                         frames = _INLINED_AT.findall(line)
-                        files[current] = frames[-1] if frames else where.group(1)
+                        first[current] = frames[-1] if frames else where.group(1)
                         current = None  # the first line decides
+                for symbol, file in first.items():
+                    files.setdefault(symbol, []).append(file)
         except (OSError, subprocess.SubprocessError) as exc:
             log.warning("could not read the line information of %s: %s", binary, exc)
             return None
@@ -244,6 +278,17 @@ def cuobjdump() -> str | None:
         return str(bundled) if bundled.is_file() and os.access(bundled, os.X_OK) else None
     except ImportError:
         return None
+
+
+def _in_triton(file: str) -> bool:
+    """A file of the installed Triton package (``triton.language``'s own ``@jit`` functions, inlined
+    into every kernel that calls ``tl.sum`` or ``tl.softmax``)."""
+    try:
+        import triton
+    except ImportError:  # pragma: no cover
+        return False
+    root = os.path.realpath(os.path.dirname(triton.__file__)) + os.sep
+    return os.path.realpath(file).startswith(root)
 
 
 def _settled(entry: Path) -> bool:
