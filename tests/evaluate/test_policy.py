@@ -352,8 +352,9 @@ def cpu(**kwargs) -> CpuCallEvidence:
 def test_every_call_must_launch_an_own_kernel_on_the_cpu(policy):
     assert judge_cpu_call(cpu(), policy, CAND) == []
     other_file = cpu(launches=[[["k", "/site-packages/lib/kernels.py", 8000]]])
-    (violation,) = judge_cpu_call(other_file, policy, CAND)
+    violation, *share = judge_cpu_call(other_file, policy, CAND)
     assert violation.detail == "no kernel of the candidate ran (launched: k)"
+    assert len(share) == (1 if policy is STRICT else 0)  # and in a strict task, none of the bytes are its own
     second = cpu(launches=[[["k", CAND, 8000]], []])
     assert judge_cpu_call(second, policy, CAND)[0].detail.startswith("no kernel of the candidate ran in call 2 of 2")
 
@@ -381,6 +382,17 @@ def test_cpu_share_in_bytes():
     cast_first = cpu(launches=[[["k", CAND, 24000]]], moved_bytes=24000)
     assert judge_cpu_call(cast_first, STRICT, CAND) == []
     assert judge_cpu_call(token, KB, CAND) == []
+
+
+def test_bytes_moved_by_code_of_other_files_inside_launches_are_not_the_candidates():
+    """A launch of the candidate's whose loads and stores come from a library's ``@triton.jit``
+    function (``sandbox.evidence`` counts each to the file of the code that issued it)."""
+    wrapped = cpu(launches=[[["k", CAND, 0], ["k", "/site-packages/lib/kernels.py", 30720]]], moved_bytes=0)
+    (violation,) = judge_cpu_call(wrapped, STRICT, CAND)
+    assert "code of other files in launches 100%" in violation.detail and "candidate's kernels 0%" in violation.detail
+    shared = cpu(launches=[[["k", CAND, 8000], ["k", "/site-packages/lib/kernels.py", 8000]]], moved_bytes=0)
+    assert judge_cpu_call(shared, STRICT, CAND) == []  # half its own: above the strict share
+    assert judge_cpu_call(wrapped, KB, CAND) == []
 
 
 def test_dynamo_graphs_in_the_candidates_process_break_gated_policies():

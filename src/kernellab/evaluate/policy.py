@@ -345,15 +345,24 @@ def judge_cpu_call(evidence: CpuCallEvidence, policy: Policy, candidate_file: st
                 found.append(Violation(ViolationKind.POLICY, f"no kernel of the candidate ran{where}{ran}"))
                 break
     if policy is Policy.STRICT and evidence.launches is not None and evidence.moved_bytes is not None:
-        own_bytes = sum(int(launch[2]) for launched in evidence.launches for launch in launched
-                        if launch[1] == candidate_file and len(launch) > 2)
-        judged = own_bytes + evidence.moved_bytes
+        # Bytes moved inside launches by code of other files (a library's Triton kernel, or its
+        # ``@triton.jit`` function called from one of the candidate's) are not the candidate's work.
+        own_bytes = other_bytes = 0
+        for launched in evidence.launches:
+            for launch in launched:
+                if len(launch) > 2:
+                    if launch[1] == candidate_file:
+                        own_bytes += int(launch[2])
+                    else:
+                        other_bytes += int(launch[2])
+        judged = own_bytes + other_bytes + evidence.moved_bytes
         if judged >= SHARE_JUDGED_BYTES and own_bytes < MIN_STRICT_OWN_SHARE * judged:
             moved = evidence.moved_bytes / judged
+            others = f", code of other files in launches {other_bytes / judged:.0%}," if other_bytes else ""
             found.append(Violation(ViolationKind.POLICY,
-                                   f"torch's copies and fills move {moved:.0%} of the bytes and the candidate's "
-                                   f"kernels {own_bytes / judged:.0%} (at least {MIN_STRICT_OWN_SHARE:.0%} in a "
-                                   f"strict task)"))
+                                   f"torch's copies and fills move {moved:.0%} of the bytes{others} and the "
+                                   f"candidate's kernels {own_bytes / judged:.0%} (at least "
+                                   f"{MIN_STRICT_OWN_SHARE:.0%} in a strict task)"))
     if evidence.compiled_graphs:
         found.append(Violation(ViolationKind.POLICY, f"torch.compile compiled {evidence.compiled_graphs} graph(s) "
                                                      f"in the candidate's process"))

@@ -257,7 +257,10 @@ def new_launch_log() -> SimpleNamespace:
 
     The judge counts a launch as the candidate's own when the code comes from the candidate's file:
     the interpreter runs the function's code (rewritten from that file's source), never a name. The
-    bytes are the CPU's stand-in for the kernel's GPU time, weighed against torch's data movement.
+    bytes are the CPU's stand-in for the kernel's GPU time, weighed against torch's data movement;
+    each load and store is counted to the file of the code that issued it, so a library's
+    ``@triton.jit`` function called inside a launch of the candidate's moves its bytes under an entry
+    of its own ([launched name, that file, bytes]).
     A plain namespace: the hooks installed into the interpreter hold it, so it carries no methods
     whose globals would lead from the library into the harness."""
     return SimpleNamespace(calls=[], current=None, active=None)
@@ -310,17 +313,40 @@ def record_interpreted_launches() -> SimpleNamespace | None:
     builder = interpreter.InterpreterBuilder
     load, store = getattr(builder, "create_masked_load", None), getattr(builder, "create_masked_store", None)
     if load is not None and store is not None:
+        import triton
+
+        triton_root = os.path.dirname(triton.__file__) + os.sep
+
+        def moved(nbytes):
+            # the first frame outside Triton is the jit function's code that issued the load or store
+            frame = sys._getframe(2)
+            while frame is not None and frame.f_code.co_filename.startswith(triton_root):
+                frame = frame.f_back
+            where = frame.f_code.co_filename if frame is not None else ""
+            entry = log.active
+            if where != entry[1] and log.current is not None:
+                for other in log.current:
+                    if other[0] == entry[0] and other[1] == where:
+                        entry = other
+                        break
+                else:
+                    entry = [entry[0], where, 0]
+                    log.current.append(entry)
+            entry[2] += nbytes
+
         def counted_load(self, ptrs, mask, *args, **kwargs):
             if log.active is not None:
-                log.active[2] += int(np.count_nonzero(mask.data)) * (ptrs.get_element_ty().primitive_bitwidth // 8)
+                moved(int(np.count_nonzero(mask.data)) * (ptrs.get_element_ty().primitive_bitwidth // 8))
             return load(self, ptrs, mask, *args, **kwargs)
 
         def counted_store(self, ptrs, value, mask, *args, **kwargs):
             if log.active is not None:
-                log.active[2] += int(np.count_nonzero(mask.data)) * value.data.itemsize
+                moved(int(np.count_nonzero(mask.data)) * value.data.itemsize)
             return store(self, ptrs, value, mask, *args, **kwargs)
 
-        builder.create_masked_load, builder.create_masked_store = detached(counted_load), detached(counted_store)
+        moved = detached(moved, sys=sys, triton_root=triton_root, log=log)
+        builder.create_masked_load = detached(counted_load, moved=moved, log=log, np=np)
+        builder.create_masked_store = detached(counted_store, moved=moved, log=log, np=np)
     return log
 
 
