@@ -67,6 +67,24 @@ def require_fit(session) -> Config:
     return config
 
 
+def require_judged(verdict, device: str, task_id: str, alone: bool) -> None:
+    """Raise ``TooLargeError`` when the judge itself ran out of device memory (a harness error whose
+    error says so), with the GPU to itself (``alone``) or as a lone process: the estimate above is a
+    floor, and a task whose float64 reference and copies exceed this GPU is an unusable input here,
+    not a defect of the evaluator. The candidate's child running out stays the candidate's failure."""
+    from kernellab.evaluate.gpu_sharing import out_of_device_memory
+    from kernellab.evaluate.verdict import Status
+
+    if device != "cuda" or verdict.status is not Status.HARNESS_ERROR or not out_of_device_memory(verdict.error):
+        return
+    stage = verdict.failed_stage.value if verdict.failed_stage is not None else "?"
+    size = f", {available_bytes('cuda') / 2**30:.1f} GiB" if torch.cuda.is_available() else ""
+    beside = "with the GPU to itself" if alone else "on a GPU that other processes may share"
+    first = (verdict.error or "").splitlines()[0][:160]
+    raise TooLargeError(f"{task_id}: too large for this machine: the judge ran out of device memory at the {stage} "
+                        f"stage, {beside}{size}: {first}")
+
+
 def _count(n: int) -> str:
     import sys
 

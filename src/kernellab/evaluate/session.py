@@ -24,7 +24,7 @@ import torch
 import kernellab
 from kernellab.evaluate import gpu_sharing
 from kernellab.evaluate.ceilings import device_name
-from kernellab.evaluate.machine_fit import require_fit
+from kernellab.evaluate.machine_fit import require_fit, require_judged
 from kernellab.evaluate.options import EvalOptions, Resolved, resolve
 from kernellab.evaluate.reference import Case, add_precision_probes, build_case, case_nbytes
 from kernellab.evaluate.verdict import Mode, Stage, Status, Verdict
@@ -248,6 +248,9 @@ class EvalSession:
                 verdict = run_pipeline(self, path)
             verdict.notes.append("ran out of device memory beside other evaluations on this GPU; "
                                  "evaluated again with the GPU to itself")
+            require_judged(verdict, self.device, self.task.id, alone=True)
+        else:
+            require_judged(verdict, self.device, self.task.id, alone=False)
         verdict.elapsed_s = time.perf_counter() - started
         return verdict
 
