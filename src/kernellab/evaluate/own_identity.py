@@ -6,16 +6,21 @@ reads what the candidate's compiles left on disk in the child's own folders.
 
 - Triton: each kernel in the child's Triton cache (``TRITON_CACHE_DIR``) has a metadata ``.json``
   with the compiled kernel's name and a ``.source`` (the Triton IR the compile started from) whose
-  first location is the file the kernel's function was defined in. A kernel counts only if that file
-  is the candidate's: a library's Triton kernel compiled in the same process (Inductor's, or one the
-  candidate renamed) does not.
+  locations name the files its code comes from. A kernel counts only if the first is the
+  candidate's file and every other one is too, or Triton's own language: a library's Triton kernel
+  compiled in the same process (Inductor's, or one the candidate renamed) does not, nor a kernel of
+  the candidate's whose body is a library's ``@triton.jit`` function.
 - CUDA C++: the entry symbols of the extensions it built (``TORCH_EXTENSIONS_DIR``), read with
   ``cuobjdump -symbols`` (the CUDA toolkit's, or the one Triton ships), each counted only if its
-  first instruction comes from a file in that folder (the line information of its ``-lineinfo``
-  build, read with ``nvdisasm -g``): the suffix is public, and a ``#define`` in the candidate's own
-  text could give it to a library kernel compiled from a header. Where no ``cuobjdump`` exists, the
-  ``__global__`` names of its scanned sources stand in (a weaker proof: source is not identity,
-  though the suffix still keeps precompiled library kernels out).
+  first instruction comes from the ``cuda.cu`` that ``load_inline`` wrote beside the binary, in
+  every architecture's code (the line information of its ``-lineinfo`` build, read with
+  ``nvdisasm -gi``): the suffix is public, and a ``#define`` in the candidate's own text could give
+  it to a library kernel compiled from a header. Where no ``cuobjdump`` exists, the ``__global__``
+  names of its scanned sources stand in (a weaker proof: source is not identity, though the suffix
+  still keeps precompiled library kernels out).
+
+A trace record is judged by its name, so a name counts only if every compile bearing it is the
+candidate's: a decoy of its own under a library kernel's forged name makes that name nobody's.
 
 Under the Triton interpreter nothing is compiled: a launch is the candidate's when the code the
 interpreter ran comes from the candidate's file (``sandbox.evidence.new_launch_log``).
