@@ -91,10 +91,7 @@ def rms(values: torch.Tensor) -> float:
     infinite RMS turned every error into NaN, which read as no error at all."""
     if values.numel() == 0:
         return 0.0
-    scale = float(values.abs().max())
-    if scale == 0.0:
-        return 0.0
-    return scale * float((values / scale).pow(2).mean().sqrt())
+    return _chunked_rms(values.reshape(-1), float(values.abs().max()))
 
 
 def adversarial_factor(factor: float) -> float:

@@ -344,9 +344,8 @@ def record_interpreted_launches() -> SimpleNamespace | None:
                 moved(int(np.count_nonzero(mask.data)) * value.data.itemsize)
             return store(self, ptrs, value, mask, *args, **kwargs)
 
-        moved = detached(moved, sys=sys, triton_root=triton_root, log=log)
-        builder.create_masked_load = detached(counted_load, moved=moved, log=log, np=np)
-        builder.create_masked_store = detached(counted_store, moved=moved, log=log, np=np)
+        moved = detached(moved, sys=sys)  # its other names are closures, as the two hooks' are
+        builder.create_masked_load, builder.create_masked_store = detached(counted_load), detached(counted_store)
     return log
 
 
