@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from kernellab.evaluate.own_identity import (OwnKernelReader, cuobjdump, entry_decisions, entry_files,
+from kernellab.evaluate.own_identity import (OwnKernelReader, code_places, cuobjdump, entry_decisions, entry_files,
                                              entry_identifiers, mangled_identifiers, nvdisasm)
 from kernellab.evaluate.policy import Origin, kernel_origin
 from kernellab.sandbox.own_compiles import OWN_SUFFIX, rename_globals, rename_sources
@@ -181,6 +181,80 @@ def test_a_kernel_of_the_candidates_whose_body_is_a_library_kernel_is_not_own(tm
     assert run.stdout.split() == ["copy_rows" + OWN_SUFFIX, "row_sums" + OWN_SUFFIX]
     identity = OwnKernelReader(str(tmp_path / "wrapper_mod.py"), cache, None).identity()
     assert identity.kernels == {"row_sums" + OWN_SUFFIX}
+
+
+SWAPPED = '''
+import triton
+import triton.language as tl
+import library_mod
+
+
+@triton.jit
+def lib_copy(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
+    pass
+    # Padding: the library's lines land on lines of this file, but no code of it starts there.
+    #    i = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    #    tl.store(y_ptr + i, tl.load(x_ptr + i, mask=i < n), mask=i < n)
+
+
+lib_copy._unsafe_update_src(library_mod.lib_copy.src)
+
+
+@triton.jit
+def own_copy(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
+    i = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(y_ptr + i, tl.load(x_ptr + i, mask=i < n), mask=i < n)
+'''
+
+SWAPPED_DRIVER = '''
+import sys
+sys.path.insert(0, sys.argv[1])
+from kernellab.sandbox.own_compiles import mark_own_compiles
+mark_own_compiles(sys.argv[2])
+import triton
+from triton.backends.compiler import GPUTarget
+from triton.compiler import ASTSource
+import swapped_mod
+target = GPUTarget("cuda", 90, 32)
+sig = {"x_ptr": "*fp32", "y_ptr": "*fp32", "n": "i32", "BLOCK": "constexpr"}
+for fn in (swapped_mod.lib_copy, swapped_mod.own_copy):
+    print(triton.compile(ASTSource(fn, sig, constexprs={"BLOCK": 128}), target=target).metadata.name)
+'''
+
+
+def test_a_kernel_whose_text_was_swapped_for_a_librarys_is_not_own(tmp_path):
+    """``_unsafe_update_src`` gives a do-nothing kernel of the candidate's file a library kernel's
+    text: Triton compiles the library's code and writes the candidate's file name into every
+    location. The judge reads the candidate's file itself: no code of it starts at those places.
+    The same code written in the file (``own_copy``) is the candidate's."""
+    (tmp_path / "swapped_mod.py").write_text(SWAPPED)
+    (tmp_path / "library_mod.py").write_text(LIBRARY)
+    (tmp_path / "driver.py").write_text(SWAPPED_DRIVER)
+    cache = tmp_path / "triton"
+    env = {"PATH": "/usr/bin:/bin", "TRITON_CACHE_DIR": str(cache), "HOME": str(tmp_path),
+           "PYTHONPATH": str(Path(__file__).resolve().parents[2] / "src")}
+    run = subprocess.run([sys.executable, str(tmp_path / "driver.py"), str(tmp_path), str(tmp_path / "swapped_mod.py")],
+                         capture_output=True, text=True, env=env, timeout=280)
+    if run.returncode != 0 and "ptxas" in run.stderr:
+        pytest.skip(f"Triton cannot compile for sm_90 here: {run.stderr.strip().splitlines()[-1]}")
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert run.stdout.split() == ["lib_copy" + OWN_SUFFIX, "own_copy" + OWN_SUFFIX]
+    swapped = next(m for m in cache.glob("*/lib_copy*.source"))
+    assert "tt.store" in swapped.read_text() and str(tmp_path / "swapped_mod.py") in swapped.read_text()
+    identity = OwnKernelReader(str(tmp_path / "swapped_mod.py"), cache, None).identity()
+    assert identity.kernels == {"own_copy" + OWN_SUFFIX}
+    # Read against the text the judge scanned: a file rewritten since changes nothing.
+    as_scanned = OwnKernelReader(str(tmp_path / "swapped_mod.py"), cache, None, candidate_source=SWAPPED)
+    (tmp_path / "swapped_mod.py").write_text(LIBRARY.replace("lib_copy", "lib_kopy") * 2)
+    assert as_scanned.identity().kernels == {"own_copy" + OWN_SUFFIX}
+
+
+def test_code_places_follow_both_column_conventions():
+    source = "import triton\n\nclass K:\n    @triton.jit\n    def k(x):\n        y = x + 1\n"
+    places = code_places(source)
+    assert {(5, 5), (5, 0), (6, 9), (6, 4), (6, 13), (6, 8)} <= places  # def, y =, x + 1 (3.7+ and 3.6)
+    assert (1, 1) not in places and (4, 6) in places  # module code no; the decorator is the def's
+    assert code_places("def broken(:\n") == frozenset()
 
 
 def test_mangled_identifiers():

@@ -9,7 +9,12 @@ reads what the candidate's compiles left on disk in the child's own folders.
   locations name the files its code comes from. A kernel counts only if the first is the
   candidate's file and every other one is too, or Triton's own language: a library's Triton kernel
   compiled in the same process (Inductor's, or one the candidate renamed) does not, nor a kernel of
-  the candidate's whose body is a library's ``@triton.jit`` function.
+  the candidate's whose body is a library's ``@triton.jit`` function. A file name is only what the
+  compiled function says of itself (Triton's ``_unsafe_update_src`` gives a function of the
+  candidate's file any text), so each location in the candidate's file must also fall where the
+  file, as the judge read it, has code: the line and column where an expression or statement of one
+  of its functions starts. Text that was not in the file has no such places, unless the file holds
+  that very code.
 - CUDA C++: the entry symbols of the extensions it built (``TORCH_EXTENSIONS_DIR``), read with
   ``cuobjdump -symbols`` (the CUDA toolkit's, or the one Triton ships), each counted only if its
   first instruction comes from the ``cuda.cu`` that ``load_inline`` wrote beside the binary, in
@@ -43,7 +48,7 @@ from kernellab.sandbox.own_compiles import OWN_SUFFIX
 
 log = logging.getLogger(__name__)
 
-_LOC = re.compile(r'loc\("((?:[^"\\]|\\.)*)":\d+:\d+\)')
+_LOC = re.compile(r'loc\("((?:[^"\\]|\\.)*)":(\d+):(\d+)\)')
 _ENTRY = re.compile(r"\bSTO_ENTRY\s+(\S+)\s*$", re.MULTILINE)
 
 
@@ -85,8 +90,12 @@ class OwnKernelReader:
     written, and an evaluation re-reads after every traced call to pick up new specialisations)."""
 
     def __init__(self, candidate_file: str, triton_cache: str | os.PathLike[str] | None,
-                 extensions: str | os.PathLike[str] | None, source_cuda_names: Iterable[str] = ()):
+                 extensions: str | os.PathLike[str] | None, source_cuda_names: Iterable[str] = (),
+                 candidate_source: str | None = None):
+        """``candidate_source``: the candidate's text as the judge read it (default: the file now)."""
         self.candidate_file = str(candidate_file)
+        self._code_places = code_places(candidate_source if candidate_source is not None
+                                        else _read_text(self.candidate_file))
         self.triton_cache = Path(triton_cache) if triton_cache else None
         self.extensions = Path(extensions) if extensions else None
         self.source_cuda_names = frozenset(source_cuda_names)
@@ -118,7 +127,8 @@ class OwnKernelReader:
     def _triton_entry(self, entry: Path) -> tuple[str | None, bool]:
         """(the suffixed kernel name compiled here, whether it is the candidate's): its code starts in
         the candidate's file and every location in it is there or in Triton's own language (a library
-        ``@triton.jit`` function called from a one-line kernel of the candidate's is inlined into it)."""
+        ``@triton.jit`` function called from a one-line kernel of the candidate's is inlined into it),
+        and each of its locations in the candidate's file is a place where that file has code."""
         for meta in entry.glob("*.json"):
             if meta.name.startswith("__grp__"):
                 continue
@@ -129,9 +139,10 @@ class OwnKernelReader:
                 continue
             if not isinstance(name, str) or not name.endswith(OWN_SUFFIX):
                 continue
-            files = [_unescape(m.group(1)) for m in _LOC.finditer(source)]
-            own = bool(files) and files[0] == self.candidate_file \
-                and all(f == self.candidate_file or _in_triton(f) for f in files)
+            locs = [(_unescape(m.group(1)), int(m.group(2)), int(m.group(3))) for m in _LOC.finditer(source)]
+            own = bool(locs) and locs[0][0] == self.candidate_file and all(
+                (line, col) in self._code_places if f == self.candidate_file else _in_triton(f)
+                for f, line, col in locs)
             return name, own
         return None, False
 
@@ -294,6 +305,36 @@ def _in_triton(file: str) -> bool:
         return False
     root = os.path.realpath(os.path.dirname(triton.__file__)) + os.sep
     return os.path.realpath(file).startswith(root)
+
+
+def code_places(source: str) -> frozenset[tuple[int, int]]:
+    """Where Triton's code generator can place a location for code of this file: the line and column
+    of each node inside a function (``def`` lines included). Triton counts columns from the ``def``'s
+    own indentation (3.6: 0-based) or from the file's first column (3.7 on: 1-based); both are kept.
+    Unparsable text has no places."""
+    import ast
+
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError):
+        return frozenset()
+    places: set[tuple[int, int]] = set()
+    for fn in ast.walk(tree):
+        if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        indent = fn.col_offset
+        for node in ast.walk(fn):
+            line, col = getattr(node, "lineno", None), getattr(node, "col_offset", None)
+            if line is not None and col is not None and not isinstance(node, ast.expr_context):
+                places.update({(line, col + 1), (line, col - indent)})
+    return frozenset(places)
+
+
+def _read_text(path: str) -> str:
+    try:
+        return Path(path).read_text(errors="replace")
+    except OSError:
+        return ""
 
 
 def _settled(entry: Path) -> bool:

@@ -33,7 +33,8 @@ def own_identity(ctx) -> OwnIdentity:
     if reader is None:
         env = child.spec.env
         cuda = ctx.scan.own_kernels.cuda if ctx.scan is not None else ()
-        reader = OwnKernelReader(str(ctx.path), env.get("TRITON_CACHE_DIR"), env.get("TORCH_EXTENSIONS_DIR"), cuda)
+        reader = OwnKernelReader(str(ctx.path), env.get("TRITON_CACHE_DIR"), env.get("TORCH_EXTENSIONS_DIR"), cuda,
+                                 candidate_source=ctx.source)
         _READERS[child] = reader
     identity = reader.identity()
     for note in identity.notes:

@@ -206,7 +206,7 @@ _TORCH_ALLOWED = frozenset("""
     asarray from_numpy as_strided cat concat concatenate stack split chunk tensor_split unbind narrow reshape
     flatten unflatten squeeze unsqueeze transpose swapaxes swapdims permute movedim moveaxis t select
     view_as_real view_as_complex broadcast_to broadcast_tensors broadcast_shapes clone detach is_tensor
-    is_floating_point is_complex numel result_type promote_types can_cast get_default_dtype finfo iinfo
+    is_floating_point is_complex numel result_type promote_types can_cast get_default_dtype get_default_device finfo iinfo
     device manual_seed seed initial_seed get_rng_state set_rng_state no_grad enable_grad inference_mode
     set_grad_enabled typename get_device
 """.split())
