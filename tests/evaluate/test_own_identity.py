@@ -249,6 +249,48 @@ def test_a_kernel_whose_text_was_swapped_for_a_librarys_is_not_own(tmp_path):
     assert as_scanned.identity().kernels == {"own_copy" + OWN_SUFFIX}
 
 
+OVERRIDE_DRIVER = '''
+import sys
+from pathlib import Path
+sys.path.insert(0, sys.argv[1])
+from kernellab.sandbox.own_compiles import mark_own_compiles
+mark_own_compiles(sys.argv[2])
+import triton
+from triton.backends.compiler import GPUTarget
+from triton.compiler import ASTSource
+import decoy_mod, library_mod
+target = GPUTarget("cuda", 90, 32)
+sig = {"x_ptr": "*fp32", "y_ptr": "*fp32", "n": "i32", "BLOCK": "constexpr"}
+library = triton.compile(ASTSource(library_mod.lib_copy, sig, constexprs={"BLOCK": 128}), target=target)
+ptx = Path(sys.argv[1]) / "borrowed.ptx"  # the library's code under the decoy's suffixed name
+ptx.write_text(library.asm["ptx"].replace("lib_copy", "decoy__kl_own"))
+print(triton.compile(ASTSource(decoy_mod.decoy, sig, constexprs={"BLOCK": 128}), target=target,
+                     options={"ir_override": str(ptx)}).metadata.name)
+'''
+
+
+def test_a_kernel_whose_later_stage_came_from_a_file_is_not_own(tmp_path):
+    """The ``ir_override`` launch option compiles a file's PTX in place of what the candidate's
+    ``.source`` generates: the binary is the library's, the ``.source`` a do-nothing kernel's."""
+    (tmp_path / "decoy_mod.py").write_text(
+        "import triton\nimport triton.language as tl\n\n\n@triton.jit\n"
+        "def decoy(x_ptr, y_ptr, n, BLOCK: tl.constexpr):\n    pass\n")
+    (tmp_path / "library_mod.py").write_text(LIBRARY)
+    (tmp_path / "driver.py").write_text(OVERRIDE_DRIVER)
+    cache = tmp_path / "triton"
+    env = {"PATH": "/usr/bin:/bin", "TRITON_CACHE_DIR": str(cache), "HOME": str(tmp_path),
+           "PYTHONPATH": str(Path(__file__).resolve().parents[2] / "src")}
+    run = subprocess.run([sys.executable, str(tmp_path / "driver.py"), str(tmp_path), str(tmp_path / "decoy_mod.py")],
+                         capture_output=True, text=True, env=env, timeout=280)
+    if run.returncode != 0 and "ptxas" in run.stderr:
+        pytest.skip(f"Triton cannot compile for sm_90 here: {run.stderr.strip().splitlines()[-1]}")
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert run.stdout.split() == ["decoy" + OWN_SUFFIX]
+    decoy = next(m for m in cache.glob("*/decoy*.source"))
+    assert "tt.store" not in decoy.read_text()  # what the judge reads of it does nothing
+    assert OwnKernelReader(str(tmp_path / "decoy_mod.py"), cache, None).identity().kernels == frozenset()
+
+
 def test_code_places_follow_both_column_conventions():
     source = "import triton\n\nclass K:\n    @triton.jit\n    def k(x):\n        y = x + 1\n"
     places = code_places(source)

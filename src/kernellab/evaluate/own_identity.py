@@ -128,17 +128,23 @@ class OwnKernelReader:
         """(the suffixed kernel name compiled here, whether it is the candidate's): its code starts in
         the candidate's file and every location in it is there or in Triton's own language (a library
         ``@triton.jit`` function called from a one-line kernel of the candidate's is inlined into it),
-        and each of its locations in the candidate's file is a place where that file has code."""
+        and each of its locations in the candidate's file is a place where that file has code; and no
+        later stage was replaced by a file's code (``ir_override``, which the metadata records)."""
         for meta in entry.glob("*.json"):
             if meta.name.startswith("__grp__"):
                 continue
             try:
-                name = json.loads(meta.read_text()).get("name")
+                metadata = json.loads(meta.read_text())
                 source = meta.with_suffix(".source").read_text(errors="replace")
             except (OSError, ValueError):
                 continue
+            name = metadata.get("name") if isinstance(metadata, dict) else None
             if not isinstance(name, str) or not name.endswith(OWN_SUFFIX):
                 continue
+            if metadata.get("ir_override"):
+                # A launch option that replaces a later stage's code with a file's: the binary is
+                # then that file's, whatever the ``.source`` says.
+                return name, False
             locs = [(_unescape(m.group(1)), int(m.group(2)), int(m.group(3))) for m in _LOC.finditer(source)]
             own = bool(locs) and locs[0][0] == self.candidate_file and all(
                 (line, col) in self._code_places if f == self.candidate_file else _in_triton(f)
