@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 import sys
 import textwrap
+import time
 from pathlib import Path
 
 import pytest
@@ -135,6 +136,19 @@ REACHES = {
                      "changes the class of a tensor"),
     "frame_callback": ("import torch\n", "vars(torch._C._dynamo.eval_frame)['set_eval_frame'](print)",
                        "process_escape", "installs a frame evaluation callback"),
+    # The judge reads the candidate's compiles from its compile folders: bytes written through a
+    # library's own writer (a forged metadata file in Triton's cache, a PTX to compile instead) are
+    # not a compile.
+    "triton_cache_put": ("import triton.runtime.cache as c\n"
+                         "c.get_cache_manager('ab' * 32).put('{\"name\": \"add__kl_own\"}', 'add.json')\n", "pass",
+                         "process_escape", "writes a file through"),
+    "library_writer_in_forward": ("import torch.utils.cpp_extension as ext, os\n",
+                                  "ext._maybe_write(os.path.expanduser('~/main.cpp'), 'int x;')", "process_escape",
+                                  "writes a file through"),
+    "pathlib_write": ("import pathlib\n", "pathlib.Path('/dev/null').write_text('x')", "process_escape",
+                      "writes a file through"),
+    "own_write": ("import builtins\n", "vars(builtins)['op' 'en']('/dev/null', 'w').close()", "process_escape",
+                  "writes a file (open)"),
 }
 
 
@@ -495,10 +509,51 @@ def test_a_library_file_written_after_arming_is_not_trusted(tmp_path):
         import trustedpkg  # noqa: F401 - its directory becomes a trusted one
 
     planted = package / "planted.py"
-    source = f"open({str(planted)!r}, 'w').write('import sys\\nsys._getframe(0)\\n')\nimport trustedpkg.planted\n"
-    status, log = in_armed_child(tmp_path, prepare=load_package, candidate_source=source)
+    planted.write_text("import sys\nsys._getframe(0)\n")
+    later = time.time() + 3600  # as if written after the guard was armed (by whom: see the test below)
+    os.utime(planted, (later, later))
+    status, log = in_armed_child(tmp_path, prepare=load_package, candidate_source="import trustedpkg.planted\n")
     assert status == ESCAPE_STATUS, log
     assert "written after the sandbox started" in log and "planted.py" in log
+    # The candidate cannot write it itself, in any spelling.
+    for write in (f"open({str(planted)!r}, 'w').write('x')",
+                  f"import pathlib\npathlib.Path({str(planted)!r}).write_text('x')"):
+        status, log = in_armed_child(tmp_path, prepare=load_package, candidate_source=write + "\n")
+        assert status == ESCAPE_STATUS and "writes a file" in log, log
+
+
+COMPILING = """
+import triton
+import triton.language as tl
+from triton.backends.compiler import GPUTarget
+from triton.compiler import ASTSource
+
+
+@triton.jit
+def double(x_ptr, n, BLOCK: tl.constexpr):
+    i = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(x_ptr + i, tl.load(x_ptr + i, mask=i < n) * 2, mask=i < n)
+
+
+sig = {"x_ptr": "*fp32", "n": "i32", "BLOCK": "constexpr"}
+triton.compile(ASTSource(double, sig, constexprs={"BLOCK": 128}), target=GPUTarget("cuda", 90, 32))
+"""
+
+
+def test_a_compile_the_candidate_starts_writes_its_cache(tmp_path):
+    """Files a compiler writes for the candidate (Triton's cache, from inside ``compile``) are not the
+    candidate writing: only a library's writer called by the candidate itself is."""
+    cache = tmp_path / "cache"
+    (tmp_path / "candidate.py").write_text(COMPILING)  # Triton reads a kernel's source from its file
+
+    def compiled_not_interpreted():
+        os.environ.update(TRITON_INTERPRET="0", TRITON_CACHE_DIR=str(cache))
+
+    status, log = in_armed_child(tmp_path, prepare=compiled_not_interpreted, candidate_source=COMPILING)
+    if status == 3 and "ptxas" in log:
+        pytest.skip(f"Triton cannot compile for sm_90 here: {log.strip().splitlines()[-1]}")
+    assert status == 0, log
+    assert any(cache.glob("*/double.cubin")), sorted(p.name for p in cache.rglob("*"))
 
 
 def test_the_guard_cannot_be_rebound_out_of_its_own_checks(tmp_path):

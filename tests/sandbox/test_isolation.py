@@ -93,21 +93,20 @@ def test_the_child_lets_go_of_the_judges_memory_when_asked_and_goes_on(server, t
 
 
 def test_forked_grandchildren_die_with_the_child(server, tmp_path):
-    marker = tmp_path / "pid"
-    source = f"""
+    source = """
         import os, time
         pid = os.fork()
         if pid == 0:
             time.sleep(600)
             os._exit(0)
-        open({str(marker)!r}, "w").write(str(pid))
+        os.write(2, ("grandchild=%d\\n" % pid).encode())  # to the child's log (writing a file ends it)
         while True:
             pass
     """
     child = spawn(server, tmp_path, "forker")
     with pytest.raises(ChildFailure):
         child.request("import", 3, path=write(tmp_path, "forker", source))
-    grandchild = int(marker.read_text())
+    grandchild = int((tmp_path / "forker.log").read_text().split("grandchild=")[1].split()[0])
     for _ in range(50):
         try:
             os.kill(grandchild, 0)
@@ -165,13 +164,12 @@ def test_unpickler_refuses_code():
 
 
 def test_a_grandchild_that_leaves_the_process_group_is_killed_too(server, tmp_path):
-    marker = tmp_path / "escaped_pid"
-    source = f"""
+    source = """
         import os, time
         if os.fork() == 0:
             os.setsid()  # out of the candidate's process group: killpg cannot reach it
             if os.fork() == 0:
-                open({str(marker)!r}, "w").write(str(os.getpid()))
+                os.write(2, ("pid=%d\\n" % os.getpid()).encode())  # to the child's log
                 time.sleep(600)
             os._exit(0)
         while True:
@@ -180,7 +178,7 @@ def test_a_grandchild_that_leaves_the_process_group_is_killed_too(server, tmp_pa
     child = spawn(server, tmp_path, "escaper")
     with pytest.raises(ChildFailure):
         child.request("import", 3, path=write(tmp_path, "escaper", source))
-    escaped = int(marker.read_text())
+    escaped = _logged_pid(tmp_path / "escaper.log")
     for _ in range(60):
         try:
             os.kill(escaped, 0)
@@ -188,6 +186,11 @@ def test_a_grandchild_that_leaves_the_process_group_is_killed_too(server, tmp_pa
             return
         time.sleep(0.1)
     pytest.fail("a descendant that left the process group outlived its candidate")
+
+
+def _logged_pid(log: Path) -> int:
+    """The pid a candidate wrote to its log (a candidate that writes a file ends there)."""
+    return int(log.read_text().split("pid=")[1].split()[0])
 
 
 def _gone(pid: int, seconds: float = 6.0) -> bool:
@@ -203,39 +206,38 @@ def _gone(pid: int, seconds: float = 6.0) -> bool:
 def test_a_process_left_running_after_a_call_ends_the_evaluation(server, tmp_path):
     """A process the candidate starts and leaves running would run beside the judge's timing of
     the baselines: the judge sees it after the answer, whatever started it, and kills it."""
-    marker = tmp_path / "spawned_pid"
-    source = f"""
+    source = """
         import os, sys
-        pid = os.posix_spawn(sys.executable, [sys.executable, "-c", "import time; time.sleep(600)"], {{}})
-        open({str(marker)!r}, "w").write(str(pid))
+        pid = os.posix_spawn(sys.executable, [sys.executable, "-c", "import time; time.sleep(600)"], {})
+        os.write(2, ("pid=%d\\n" % pid).encode())
     """
     child = spawn(server, tmp_path, "spawner")
     with pytest.raises(ChildFailure, match=r"left 1 process\(es\).*running after its call") as info:
         child.request("import", 10, path=write(tmp_path, "spawner", source))
     assert info.value.violation == "process_escape"
-    assert _gone(int(marker.read_text())), "the spawned process outlived the verdict"
+    assert _gone(_logged_pid(tmp_path / "spawner.log")), "the spawned process outlived the verdict"
 
 
 def test_a_daemon_that_left_the_session_is_still_seen(server, tmp_path):
     """Double fork and setsid: the daemon's parent exits, and the child (a subreaper) adopts it."""
-    marker = tmp_path / "daemon_pid"
-    source = f"""
+    source = """
         import os, time
+        ready, tell = os.pipe()
         if os.fork() == 0:
             os.setsid()
             if os.fork() == 0:
-                open({str(marker)!r}, "w").write(str(os.getpid()))
+                os.write(2, ("pid=%d\\n" % os.getpid()).encode())
+                os.write(tell, b"x")
                 time.sleep(600)
             os._exit(0)
-        while not os.path.exists({str(marker)!r}):
-            time.sleep(0.01)
+        os.read(ready, 1)
         os.wait()  # its parent has gone: only the daemon is left
     """
     child = spawn(server, tmp_path, "daemon")
     with pytest.raises(ChildFailure, match="running after its call") as info:
         child.request("import", 10, path=write(tmp_path, "daemon", source))
     assert info.value.violation == "process_escape"
-    assert _gone(int(marker.read_text()))
+    assert _gone(_logged_pid(tmp_path / "daemon.log"))
 
 
 def test_a_process_that_ends_within_the_call_is_fine(server, tmp_path):
@@ -261,20 +263,19 @@ def test_a_process_that_ends_within_the_call_is_fine(server, tmp_path):
 def test_a_process_whose_leader_thread_exited_is_still_seen(server, tmp_path):
     """A process reads as a zombie once its first thread has exited (a raw exit system call) while
     its other threads run on: it has not ended."""
-    marker = tmp_path / "leaderless_pid"
     helper = ("import ctypes, threading, time; threading.Thread(target=time.sleep, args=(600,)).start(); "
               "ctypes.CDLL(None).syscall(60, 0)")  # SYS_exit of the main thread alone (x86-64)
     source = f"""
         import os, sys, time
         pid = os.posix_spawn(sys.executable, [sys.executable, "-c", {helper!r}], {{}})
-        open({str(marker)!r}, "w").write(str(pid))
+        os.write(2, ("pid=%d\\n" % pid).encode())
         time.sleep(1.0)  # the leader has exited by now; its other thread sleeps on
     """
     child = spawn(server, tmp_path, "leaderless")
     with pytest.raises(ChildFailure, match="running after its call") as info:
         child.request("import", 20, path=write(tmp_path, "leaderless", source))
     assert info.value.violation == "process_escape"
-    assert _gone(int(marker.read_text()))
+    assert _gone(_logged_pid(tmp_path / "leaderless.log"))
 
 
 def test_the_candidate_process_is_stopped_while_the_judge_times_its_baselines(server, tmp_path):

@@ -306,6 +306,28 @@ def _make_policy(cfg):  # noqa: C901 - one sealed closure on purpose: its helper
             return "runs code from a library file written after the sandbox started: " + path
         return None
 
+    def writes(event, args):
+        """Whether an ``open`` (or a rename) writes."""
+        if event != "open":
+            return True
+        mode, flags = args[1], args[2]
+        if type(mode) is str:
+            return "w" in mode or "a" in mode or "x" in mode or "+" in mode
+        return type(flags) is int and flags & 0o3103 != 0  # O_WRONLY|O_RDWR|O_CREAT|O_TRUNC|O_APPEND
+
+    def through_own_writer(caller):
+        """The candidate's frame if the library function it called is the very code that writes (a
+        cache's ``put``, ``Path.write_text``, a build's ``_maybe_write``): bytes of its choosing, where
+        the judge may read them as a library's (a compile folder's metadata, a PTX to compile
+        instead). A compile it starts writes from deeper down (Triton's ``compile`` calls the cache's
+        ``put``; ``load_inline`` goes through the harness's wrapper)."""
+        below, frame = None, caller
+        while frame is not None and trusted(frame.f_code.co_filename):
+            below, frame = frame, frame.f_back
+        if frame is None or below is None:
+            return None
+        return frame if below.f_code.co_filename == caller.f_code.co_filename else None
+
     def decide(event, args, caller):  # noqa: C901 - the audit hook's one dispatch, inside the sealed closure above
         if event == "kernellab.call_returned":
             verify = verify_box[0]
@@ -386,6 +408,14 @@ def _make_policy(cfg):  # noqa: C901 - one sealed closure on purpose: its helper
                 breach(escape, "builds code objects (" + event + ")", frame)
             return
         if event == "open" or event == "os.rename" or event == "os.replace":
+            if caller is not None and writes(event, args):
+                frame = by_candidate(caller)
+                if frame is not None:
+                    breach(escape, "writes a file (" + event + ")", frame)
+                frame = through_own_writer(caller)
+                if frame is not None:
+                    breach(escape, "writes a file through " + caller.f_code.co_filename + " ("
+                           + caller.f_code.co_name + "), not by compiling", frame)
             if caller is None or caller.f_code.co_filename not in importlib_files:
                 return
             path = args[1] if event != "open" else args[0]
