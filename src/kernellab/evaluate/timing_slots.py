@@ -35,6 +35,14 @@ from kernellab.tasks.materialize import TORCH_DTYPES, device_generator, flatten_
 from kernellab.tasks.model import Comparator, OutputSpec
 
 TIMED_SLACK = 1.5
+# Fresh values go into the slots' memory, so a draw must have the slot's sizes. A reference whose
+# get_inputs sizes a buffer by a random total rarely repeats them: this many draws, then no timing.
+LAYOUT_DRAWS = 32
+
+
+class VaryingInputSizes(ValueError):
+    """The reference's inputs change size from one draw to the next: fresh values cannot go into the
+    memory the timed calls read (the child maps it once; a graph replays its addresses)."""
 
 
 @dataclass
@@ -85,6 +93,16 @@ class TimingSlots:
                      .to(TORCH_DTYPES[self.case.dtype]) for o in self.case.ref_outputs[:self.case.n_outputs]]
         return inputs, grads
 
+    def _draw_fitting(self, slot: Slot) -> tuple[list[Any], list[torch.Tensor] | None]:
+        for _ in range(LAYOUT_DRAWS):
+            inputs, grads = self._draw()
+            if len(inputs) == len(slot.inputs) and all(
+                    not isinstance(live, torch.Tensor) or isinstance(v, torch.Tensor) and v.shape == live.shape
+                    and v.dtype == live.dtype for live, v in zip(slot.inputs, inputs)):
+                return inputs, grads
+        raise VaryingInputSizes(f"{self.case.problem.config.label}: the reference's inputs change size from one "
+                                f"draw to the next (no timing: fresh values must fit the memory the timed calls read)")
+
     def _new_slot(self) -> Slot:
         inputs, grads = self._draw()
         slot = Slot(inputs=[v.clone() if isinstance(v, torch.Tensor) else v for v in inputs], pristine=inputs,
@@ -98,7 +116,7 @@ class TimingSlots:
         (a power-capped kernel's clock follows how busy the device has just been)."""
         with torch.no_grad():
             for slot in self.slots:
-                inputs, grads = self._draw()
+                inputs, grads = self._draw_fitting(slot)
                 for live, value in zip(slot.inputs, inputs):
                     if isinstance(live, torch.Tensor):
                         live.requires_grad_(False)

@@ -36,7 +36,7 @@ from kernellab.evaluate.policy_evidence import (
 from kernellab.evaluate.reference import Case
 from kernellab.evaluate.roofline import roofline, task_bytes, task_flops
 from kernellab.evaluate.rounds import Rounds
-from kernellab.evaluate.timing_slots import TimingSlots
+from kernellab.evaluate.timing_slots import TimingSlots, VaryingInputSizes
 from kernellab.evaluate.verdict import Stage, StageResult, Timing, ViolationKind
 from kernellab.sandbox.candidate import CandidateError
 from kernellab.sandbox.round_clock import RoundTimes
@@ -147,11 +147,15 @@ LAUNCH_OVERHEAD_US = 250.0
 
 
 def timing(ctx) -> StageResult:
-    if ctx.session.device != "cuda":
-        return _timed_protocol_without_gpu(ctx)
-    configs = [c for c in ctx.session.task.configs_of(Visibility.SEEN)]
-    before = len(ctx.verdict.violations)
-    ctx.verdict.timings = time_configs(ctx, configs)
+    try:
+        if ctx.session.device != "cuda":
+            return _timed_protocol_without_gpu(ctx)
+        configs = [c for c in ctx.session.task.configs_of(Visibility.SEEN)]
+        before = len(ctx.verdict.violations)
+        ctx.verdict.timings = time_configs(ctx, configs)
+    except VaryingInputSizes as exc:
+        ctx.verdict.timings = []
+        return StageResult(Stage.TIMING, True, skipped=f"not timed: {exc}")
     ctx.verdict.speedup = geomean_speedups(ctx.verdict.timings)
     return _stage_result(ctx, before)
 
