@@ -35,7 +35,7 @@ class ModelNew(nn.Module):
 
 
 def spawn(server, tmp_path: Path, name: str) -> CandidateProcess:
-    env = {"PATH": os.environ.get("PATH", ""), "HOME": str(tmp_path)}
+    env = {"PATH": os.environ.get("PATH", ""), "HOME": str(tmp_path), "TRITON_CACHE_DIR": str(tmp_path / "triton")}
     return CandidateProcess(server, ChildSpec("cpu", True, env, tmp_path / f"{name}.log"))
 
 

@@ -300,3 +300,28 @@ def test_the_candidate_process_is_stopped_while_the_judge_times_its_baselines(se
     assert not states() & {"T", "t"}
     child.close()
 
+
+
+def test_the_candidates_process_writes_only_in_its_own_folder(server, tmp_path):
+    """A file torch maps shared and writable in C++ raises no Python event: the kernel refuses the
+    write (Landlock), outside the child's folder, whoever asks. Inside it, writing works."""
+    judge_file = tmp_path / "baselines.json"  # the judge's: beside the child's folder, not in it
+    judge_file.write_text("honest")
+    home = tmp_path / "home"
+    home.mkdir()
+    source = f"""
+        import torch
+        for path in ({str(home / "mine.bin")!r}, {str(judge_file)!r}):
+            torch.tensor([], dtype=torch.uint8).set_(torch.ByteStorage.from_file(path, True, 6)).fill_(120)
+    """
+    env = {"PATH": os.environ.get("PATH", ""), "HOME": str(home)}
+    child = CandidateProcess(server, ChildSpec("cpu", True, env, tmp_path / "mapper.log"))
+    try:
+        if child.unconfined:
+            pytest.skip(child.unconfined)
+        with pytest.raises(CandidateError, match="Permission denied"):
+            child.request("import", 30, path=write(tmp_path, "mapper", source))
+    finally:
+        child.close()
+    assert (home / "mine.bin").read_bytes() == b"x" * 6
+    assert judge_file.read_text() == "honest"

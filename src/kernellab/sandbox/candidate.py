@@ -122,6 +122,8 @@ class CandidateProcess:
         if not hello.get("ok"):
             self.kill()
             raise ChildFailure("died", f"the sandbox could not start: {hello.get('error')}")
+        unconfined = hello.get("unconfined")
+        self.unconfined: str | None = unconfined if isinstance(unconfined, str) else None  # why it may write anywhere
 
     def ask(self, request: ChildRequest, timeout: float) -> Any:
         """Send one typed request; return its value, raise CandidateError or ChildFailure."""

@@ -17,6 +17,7 @@ import gc
 import os
 import resource
 import sys
+import tempfile
 import threading
 import time
 import traceback
@@ -27,6 +28,7 @@ from torch.profiler import ProfilerActivity, profile  # not imported per request
 
 from kernellab.sandbox import guard as sandbox_guard
 from kernellab.sandbox import plain, round_clock  # bind the timers before candidate code runs
+from kernellab.sandbox.confine import confine_writes
 from kernellab.sandbox.candidate_module import load_candidate
 from kernellab.sandbox.channel import Channel, ChannelClosed, ProtocolError
 from kernellab.sandbox.concealment import detached
@@ -338,7 +340,7 @@ class Harness:
             for j in wrt_idx or []:
                 _set_requires_grad(inputs[j], True)
             grads = [torch.empty_like(g) for g in source["grad_outputs"]] if source.get("grad_outputs") else None
-            self.live.append({"inputs": inputs, "grad_outputs": grads})
+            self.live.append({"inputs": inputs, "grad_outputs": grads, "layouts": _layouts(inputs)})
         live = self.live
 
         def load(i: int) -> None:
@@ -386,6 +388,7 @@ class Harness:
             _audit(_CALL_RETURNED)  # after the call's end event: a rebinding it left behind ends the child
             outputs, grads = (out, None) if wrt_idx is None else out
             args = live[i]["inputs"]
+            _inputs_kept(args, live[i]["layouts"])
             copied = {"outputs": [_copy_of(t) for t in outputs],
                       "mutated": [_copy_of(args[j]) for j in mutated], "grads": None}
             if grads is not None:
@@ -432,6 +435,7 @@ class Harness:
         if wrt_idx is not None:
             for j in wrt_idx:
                 _set_requires_grad(inputs[j], True)
+        layouts = _layouts(inputs)
         context = oplog if oplog is not None else _null()
         with context:
             if wrt_idx is None:
@@ -441,6 +445,7 @@ class Harness:
                 out = model(*inputs)
         _gc_disable()  # a call that turned the collector on is undone before the harness goes on
         _audit(_CALL_RETURNED)
+        _inputs_kept(inputs, layouts)
         flat = plain_outputs(out)  # before anything else touches them: no candidate code runs in the walk
         grads = None
         if wrt_idx is not None:
@@ -505,6 +510,22 @@ class Harness:
             poison_fill(block)
             blocks.append(block)
         del blocks
+
+
+def _layouts(inputs: list[Any]) -> list[tuple | None]:
+    """What each input tensor is as handed to the candidate: its memory, offset, sizes, strides, dtype."""
+    return [(t.untyped_storage().data_ptr(), t.untyped_storage().nbytes(), t.storage_offset(), tuple(t.shape),
+             tuple(t.stride()), t.dtype) if isinstance(t, torch.Tensor) else None for t in inputs]
+
+
+def _inputs_kept(inputs: list[Any], layouts: list[tuple | None]) -> None:
+    """The judge reads updated inputs (and, on the GPU, the timing rounds' values) through the input
+    tensors it handed over: a call that resizes one, or points it at other memory (``resize_``,
+    ``set_``), would have the judge compare what it chose, or feed the next call a marker."""
+    for j, (t, layout) in enumerate(zip(inputs, layouts)):
+        if layout is not None and _layouts([t])[0] != layout:
+            raise plain.OutputContractError(f"the call changed the size, strides or memory of input {j} "
+                                            f"(an input is read, or updated in place, as it was handed over)")
 
 
 # Where Triton turns a kernel into something launchable: the JIT compile itself, the C launcher it
@@ -637,6 +658,10 @@ class _RequestProfiler:
             f.write(text.getvalue())
 
 
+# The child's own folders (``EvalSession.child_env``): all it may write, besides device files.
+_WRITABLE = ("HOME", "TMPDIR", "TRITON_CACHE_DIR", "TORCH_EXTENSIONS_DIR", "KERNELLAB_PROFILE_CHILD")
+
+
 def main(fd: int, spec: dict[str, Any]) -> int:
     log_fd = os.open(spec["log_path"], os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
     os.dup2(log_fd, 1)
@@ -646,6 +671,9 @@ def main(fd: int, spec: dict[str, Any]) -> int:
     os.dup2(null_in, 0)
     os.environ.clear()
     os.environ.update(spec["env"])
+    tempfile.tempdir = None  # recomputed from this child's TMPDIR, never a folder the fork server chose
+    # Before anything starts a thread (CUDA, a pool): Landlock confines this thread and what it starts.
+    unconfined = confine_writes([spec["env"][k] for k in _WRITABLE if spec["env"].get(k)])
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
     faulthandler.enable(file=sys.stderr)
     channel = Channel.from_fd(fd)
@@ -658,7 +686,7 @@ def main(fd: int, spec: dict[str, Any]) -> int:
         channel.send({"ok": False, "error": _describe(exc), "harness": True})
         return 1
     check = harness.guard.check
-    channel.send({"ok": True, "pid": os.getpid()})
+    channel.send({"ok": True, "pid": os.getpid(), "unconfined": unconfined})
     profiler = _RequestProfiler(spec["env"].get("KERNELLAB_PROFILE_CHILD"))
     while True:
         try:

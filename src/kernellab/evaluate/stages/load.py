@@ -31,6 +31,8 @@ def run(ctx) -> StageResult:
                      log_path=child_dir / "candidate.log", memory_fraction=session.options.memory_fraction,
                      fp32_precision=session.task.fp32_precision)
     ctx.child = child = CandidateProcess(session.server(), spec)
+    if child.unconfined:
+        ctx.verdict.notes.append(f"the candidate's process could write outside its folder: {child.unconfined}")
     session.child_release = lambda: child.ask(ReleaseRequest(), 60)
     started = time.perf_counter()
     # Importing may build extensions (load_inline at module level): the compile budget, not a call's.
