@@ -504,6 +504,18 @@ def test_cpp_sources_get_the_same_rules(cpp, kind):
 
 
 @pytest.mark.parametrize("cpp", [
+    "CUmodule m; cuModuleLoadData(&m, a.data_ptr());",
+    "CUfunction f; cuModuleGetFunction(&f, nullptr, \"k\");",
+    "cudaLibrary_t lib; cudaLibraryLoadData(&lib, a.data_ptr(), nullptr, nullptr, 0, nullptr, nullptr, 0);",
+    "nvrtcProgram prog; nvrtcCreateProgram(&prog, \"\", \"k.cu\", 0, nullptr, nullptr);",
+])
+def test_gpu_code_loaded_at_run_time_from_cpp_is_not_own(cpp):
+    """The trace names what the process loaded; only load_inline's build is read as the candidate's."""
+    source = CUDA_CANDIDATE.replace(ALLOC_LINE, f"{ALLOC_LINE}\n    {cpp}")
+    assert rules(scan(source)) == {"own_kernels_only"}, [v.detail for v in scan(source).violations]
+
+
+@pytest.mark.parametrize("cpp", [
     "auto c = at::matmul(a, b);",
     "auto c = torch::mm(a, b);",
     "auto y = at::native::layer_norm(a, {4}, {}, {}, 1e-5);",

@@ -316,6 +316,11 @@ _CPP_RULES = (
     ("no_processes", re.compile(r"\b(?:fork|vfork|popen|system|execvp?e?|execlp?e?|posix_spawnp?|kill|_exit|"
                                 r"_Exit|exit|quick_exit|abort)\s*\(|\bcudaLaunchHostFunc\b|\bcudaStreamAddCallback\b")),
     ("no_raw_access", re.compile(r"\b(?:dlopen|dlsym|cudaGetDriverEntryPoint\w*|cuGetProcAddress\w*)\s*\(")),
+    # GPU code loaded or compiled at run time: the trace would name a module the judge never read
+    # (a library's cubin under an own kernel's name), only load_inline's build is the candidate's.
+    ("own_kernels_only", re.compile(r"\b(?:cuModuleLoad\w*|cuModuleGetFunction|cuLibraryLoad\w*|cuLibraryGetKernel|"
+                                    r"cudaLibraryLoad\w*|cudaLibraryGetKernel|cuLink(?:Create|AddData|AddFile|Complete)"
+                                    r"\w*|nvrtc[A-Z]\w*|nvJitLink[A-Z]\w*)\s*\(")),
     # Strict only: ATen/torch compute and vendor libraries called from C++ (allocation is allowed).
     ("own_compute_only", re.compile(r"\b(?:at|torch)::(?:native::|_ops::|nn::functional::)?(?:"
                                     + "|".join(_CPP_FUNCTIONS) + r")(?:_out|_)?\s*\(|"
