@@ -123,6 +123,21 @@ def test_a_name_a_library_kernel_was_compiled_under_is_nobodys(compiled):
     assert OwnKernelReader(str(folder / "candidate_mod.py"), cache, None).identity().kernels == frozenset()
 
 
+@pytest.mark.skipif(os.geteuid() == 0, reason="permission bits do not stop root: the judge runs as a user")
+def test_an_entry_made_unreadable_makes_no_triton_kernel_own(compiled, tmp_path):
+    """A compile entry the judge may not read could bear any name (a library kernel's, under the
+    candidate's): while one exists, no kernel of the Triton cache is the candidate's."""
+    folder, cache, _ = compiled
+    alone = _without_entries_from(cache, tmp_path / "triton", "library_mod.py")
+    shutil.copytree(next(e for e in cache.iterdir() if e.is_dir()), alone / "hidden")
+    (alone / "hidden").chmod(0)
+    try:
+        identity = OwnKernelReader(str(folder / "candidate_mod.py"), alone, None).identity()
+    finally:
+        (alone / "hidden").chmod(0o755)
+    assert identity.kernels == frozenset() and "permission denied" in identity.notes[0]
+
+
 def test_a_library_kernel_renamed_by_the_candidate_is_not_own(compiled, tmp_path):
     """Without the candidate's own compile, the library's under the suffixed name alone."""
     folder, cache, _ = compiled

@@ -487,6 +487,8 @@ def test_file_environment_and_network_access(forward, prelude, kind):
     ('std::ifstream in("/tmp/expected.bin");', K.REFERENCE_READ),
     ('const char* seed = getenv("SEED");', K.REFERENCE_READ),
     ('int fd = open("/tmp/x", 0);', K.REFERENCE_READ),
+    ('remove("triton/entry/kernel.json");', K.REFERENCE_READ),
+    ('chmod("triton/entry", 0);', K.REFERENCE_READ),
     ('system("nvidia-smi");', K.PROCESS_ESCAPE),
     ("pid_t p = fork();", K.PROCESS_ESCAPE),
     ('void* h = dlopen("libcublas.so", 1);', K.PROCESS_ESCAPE),
@@ -534,7 +536,8 @@ def test_cpp_device_code_look_alikes_are_not_library_compute():
     cpp = ("auto z = at::zeros({4}, a.options()); auto w = a.contiguous().view({-1}).to(at::kFloat); "
            "auto o = torch::empty({4}, torch::dtype(torch::kFloat32).device(torch::kCUDA)); "
            "auto sz = at::elementSize(a.scalar_type()); auto d = at::device(at::kCUDA); "
-           "float big = std::numeric_limits<float>::max(); bool any = tile.any(big > 0); int s = a.size(0);")
+           "float big = std::numeric_limits<float>::max(); bool any = tile.any(big > 0); int s = a.size(0); "
+           "std::vector<int> v{1, 2}; v.erase(std::remove(v.begin(), v.end(), 1), v.end());")
     assert_clean(scan(CUDA_CANDIDATE.replace(ALLOC_LINE, f"{ALLOC_LINE}\n    {cpp}")))
 
 

@@ -147,6 +147,12 @@ REACHES = {
                                   "writes a file through"),
     "pathlib_write": ("import pathlib\n", "pathlib.Path('/dev/null').write_text('x')", "process_escape",
                       "writes a file through"),
+    "own_remove": ("import os\n", "getattr(os, 'un' 'link')(os.path.expanduser('~/triton/entry.json'))",
+                   "process_escape", "writes a file (os.remove)"),
+    "own_chmod": ("import os\n", "getattr(os, 'ch' 'mod')(os.path.expanduser('~'), 0o700)", "process_escape",
+                  "writes a file (os.chmod)"),
+    "library_copier": ("import shutil, os\n", "shutil.copyfile(__file__, os.path.expanduser('~/copy.py'))",
+                       "process_escape", "writes a file through"),
     "own_write": ("import builtins\n", "vars(builtins)['op' 'en']('/dev/null', 'w').close()", "process_escape",
                   "writes a file (open)"),
 }

@@ -103,6 +103,7 @@ class OwnKernelReader:
         self._entries: dict[Path, tuple[str | None, bool, bool]] = {}
         self._binaries: dict[tuple[Path, float, int], dict[str, bool]] = {}  # suffixed name -> own
         self._notes: list[str] = []
+        self._hidden = False  # a compile entry the judge may not read: which names it bears is unknown
 
     def identity(self) -> OwnIdentity:
         """The suffixed names that only the candidate's own compiles bear. A trace record is judged
@@ -110,6 +111,8 @@ class OwnKernelReader:
         given it by the candidate's ``repr`` or ``#define``, beside a decoy of its own) is nobody's."""
         decisions = [*self._triton_kernels(), *self._extension_kernels()]
         refused = {name for name, own in decisions if not own}
+        if self._hidden:  # it may bear any name: none of the Triton cache's counts
+            refused |= {name for name, _ in decisions if name in self._triton_names()}
         return OwnIdentity(frozenset(name for name, own in decisions if own and name not in refused),
                            tuple(self._notes))
 
@@ -117,12 +120,28 @@ class OwnKernelReader:
     def _triton_kernels(self) -> list[tuple[str, bool]]:
         if self.triton_cache is None or not self.triton_cache.is_dir():
             return []
-        for entry in self.triton_cache.iterdir():
+        try:
+            entries = list(self.triton_cache.iterdir())
+        except PermissionError:
+            entries = []
+            self._hide()
+        for entry in entries:
+            if not os.access(entry, os.R_OK | os.X_OK):
+                self._hide()
+                continue
             known = self._entries.get(entry)
             if known is None or not known[2]:
                 settled = _settled(entry)  # read before the entry, so a late file is read next time
                 self._entries[entry] = (*self._triton_entry(entry), settled)
         return [(name, own) for name, own, _ in self._entries.values() if name]
+
+    def _hide(self) -> None:
+        self._hidden = True
+        self._note("a Triton compile entry could not be read (permission denied): no Triton kernel counted "
+                   "as the candidate's")
+
+    def _triton_names(self) -> set[str]:
+        return {name for name, _, _ in self._entries.values() if name}
 
     def _triton_entry(self, entry: Path) -> tuple[str | None, bool]:
         """(the suffixed kernel name compiled here, whether it is the candidate's): its code starts in
@@ -136,6 +155,9 @@ class OwnKernelReader:
             try:
                 metadata = json.loads(meta.read_text())
                 source = meta.with_suffix(".source").read_text(errors="replace")
+            except PermissionError:  # no compile leaves that: the entry was made unreadable
+                self._hide()
+                continue
             except (OSError, ValueError):
                 continue
             name = metadata.get("name") if isinstance(metadata, dict) else None

@@ -327,8 +327,12 @@ _CPP_RULES = (
                                     r"\b(?:cublas|cublasLt|cudnn|cusparse|cufft|cusolver)[A-Z]\w*\s*\(|"
                                     r"\.\s*(?:" + "|".join(_CPP_METHODS) + r")_?\s*\(")),
     ("no_file_or_env", re.compile(r"\b(?:fopen|freopen|open|openat|opendir|creat|mmap|getenv|secure_getenv|"
-                                  r"setenv|putenv|unlink|readlink)\s*\(|\b(?:std::)?[io]?fstream\b|"
-                                  r"\bstd::filesystem\b|\benviron\b")),
+                                  r"setenv|putenv|unlink|unlinkat|readlink)\s*\(|\b(?:std::)?[io]?fstream\b|"
+                                  r"\bstd::filesystem\b|\benviron\b|"
+                                  # changing files in its own folder (a compile the judge must read): not
+                                  # std::remove, the algorithm
+                                  r"(?<!::)\b(?:remove|rename|renameat2?|rmdir|chmod|fchmod|fchmodat|chown|"
+                                  r"truncate|ftruncate|utimes?|utimensat|symlink|link|mkdir|mkdirat|mknod)\s*\(")),
     ("no_network", re.compile(r"\b(?:socket|connect|gethostbyname|getaddrinfo)\s*\(|\bcurl_\w+")),
 )
 _PASTING_MACRO = re.compile(r"^[ \t]*#[ \t]*define[ \t]+(\w+)\(([^)]*)\)[ \t]*(.*)$", re.MULTILINE)

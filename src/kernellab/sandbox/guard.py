@@ -70,7 +70,12 @@ _CTYPES_EVENTS = frozenset({
     "ctypes.set_exception", "ctypes.string_at", "ctypes.wstring_at", "ctypes.PyObj_FromPtr"})
 _MEMORY_EVENTS = frozenset({"ctypes.cdata", "ctypes.cdata/buffer", "ctypes.string_at", "ctypes.wstring_at",
                             "ctypes.PyObj_FromPtr"})  # reads memory by address: refused on anyone's behalf
-_WATCHED = _FRAME_EVENTS | _GRAPH_EVENTS | _CTYPES_EVENTS | frozenset({
+# What creates, changes or removes a file besides an ``open`` for writing: inside its own folders too,
+# the candidate could delete or hide (chmod) a compile the judge must read, or plant one.
+_FILE_CHANGES = frozenset({"os.rename", "os.replace", "os.remove", "os.rmdir", "os.mkdir", "os.truncate",
+                           "os.symlink", "os.link", "os.chmod", "os.chown", "os.utime", "os.setxattr",
+                           "os.removexattr", "os.chflags", "os.mknod", "os.mkfifo"})
+_WATCHED = _FRAME_EVENTS | _GRAPH_EVENTS | _CTYPES_EVENTS | _FILE_CHANGES | frozenset({
     "import", "object.__getattr__", "object.__setattr__", "sys.settrace", "sys.setprofile", "sys.addaudithook",
     "exec", "function.__new__", "code.__new__", "marshal.loads", "marshal.load", "open", "os.rename", "os.replace",
     CALL_RETURNED})
@@ -167,6 +172,7 @@ def arm() -> Guard:
         "statuses": (ESCAPE_STATUS, TAMPER_STATUS, VIOLATION_OF_STATUS),
         "line_prefix": LINE_PREFIX, "watched": _WATCHED, "frame_getters": _FRAME_GETTERS, "rebinding": _REBINDING,
         "frame_events": _FRAME_EVENTS, "graph_events": _GRAPH_EVENTS, "memory_events": _MEMORY_EVENTS,
+        "file_changes": _FILE_CHANGES,
     }
     hook, refuse, untrust, check, set_verify = concealment.sealed(_make_policy)(config)
     hidden = concealment.harness_classes()
@@ -194,6 +200,7 @@ def _make_policy(cfg):  # noqa: C901 - one sealed closure on purpose: its helper
     prefixes, passing_files = cfg["prefixes"], cfg["passing_files"]
     passing_codes = frozenset(id(c) for c in cfg["passing_codes"])  # code of functions that live on
     frame_events, graph_events, memory_events = cfg["frame_events"], cfg["graph_events"], cfg["memory_events"]
+    file_changes = cfg["file_changes"]
     consumers = cfg["consumers"]
     importlib_files, timing_modules, loaded = cfg["importlib_files"], cfg["timing_modules"], cfg["loaded"]
     getframe, get_ident, write, exit_, stat = cfg["getframe"], cfg["get_ident"], cfg["write"], cfg["exit"], cfg["stat"]
@@ -307,7 +314,7 @@ def _make_policy(cfg):  # noqa: C901 - one sealed closure on purpose: its helper
         return None
 
     def writes(event, args):
-        """Whether an ``open`` (or a rename) writes."""
+        """Whether an ``open`` writes (every other file event changes something)."""
         if event != "open":
             return True
         mode, flags = args[1], args[2]
@@ -407,7 +414,7 @@ def _make_policy(cfg):  # noqa: C901 - one sealed closure on purpose: its helper
             if frame is not None:
                 breach(escape, "builds code objects (" + event + ")", frame)
             return
-        if event == "open" or event == "os.rename" or event == "os.replace":
+        if event == "open" or event in file_changes:
             if caller is not None and writes(event, args):
                 frame = by_candidate(caller)
                 if frame is not None:
@@ -416,6 +423,8 @@ def _make_policy(cfg):  # noqa: C901 - one sealed closure on purpose: its helper
                 if frame is not None:
                     breach(escape, "writes a file through " + caller.f_code.co_filename + " ("
                            + caller.f_code.co_name + "), not by compiling", frame)
+            if event not in ("open", "os.rename", "os.replace"):
+                return
             if caller is None or caller.f_code.co_filename not in importlib_files:
                 return
             path = args[1] if event != "open" else args[0]
