@@ -138,6 +138,35 @@ def test_an_entry_made_unreadable_makes_no_triton_kernel_own(compiled, tmp_path)
     assert identity.kernels == frozenset() and "permission denied" in identity.notes[0]
 
 
+def test_a_compile_of_the_name_without_a_first_stage_makes_the_name_nobodys(compiled, tmp_path):
+    """A compile from an IR file (``IRSource``) leaves no ``.source``: what it was made from is
+    unknown, so the name it bears is not the candidate's, whatever its own compile says."""
+    folder, cache, _ = compiled
+    alone = _without_entries_from(cache, tmp_path / "triton", "library_mod.py")
+    own = next(e for e in alone.iterdir() if any(e.glob("*.source")))
+    shutil.copytree(own, alone / "from_ir")
+    next((alone / "from_ir").glob("*.source")).unlink()
+    assert OwnKernelReader(str(folder / "candidate_mod.py"), alone, None).identity().kernels == frozenset()
+
+
+def test_a_location_in_tritons_language_must_fall_on_its_code(compiled, tmp_path):
+    """A location names a file (``JITFunction.file_name`` is writable): one that names a file of
+    ``triton.language`` counts only where that file has code, as the candidate's file does."""
+    import triton.language
+
+    folder, cache, _ = compiled
+    alone = _without_entries_from(cache, tmp_path / "triton", "library_mod.py")
+    source = next(alone.glob("*/*.source"))
+    text = source.read_text()
+    candidate = str(folder / "candidate_mod.py")
+    standard = str(Path(triton.language.__file__).parent / "standard.py")
+    first = text.index(f'loc("{candidate}"')
+    second = text.index(f'loc("{candidate}"', first + 1)
+    end = text.index(")", second)
+    source.write_text(text[:second] + f'loc("{standard}":1:1' + text[end:])
+    assert OwnKernelReader(candidate, alone, None).identity().kernels == frozenset()
+
+
 def test_a_library_kernel_renamed_by_the_candidate_is_not_own(compiled, tmp_path):
     """Without the candidate's own compile, the library's under the suffixed name alone."""
     folder, cache, _ = compiled

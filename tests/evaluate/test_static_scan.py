@@ -488,7 +488,11 @@ def test_file_environment_and_network_access(forward, prelude, kind):
     ('const char* seed = getenv("SEED");', K.REFERENCE_READ),
     ('int fd = open("/tmp/x", 0);', K.REFERENCE_READ),
     ('remove("triton/entry/kernel.json");', K.REFERENCE_READ),
+    ('std::remove("triton/entry/kernel.json");', K.REFERENCE_READ),
+    ('::rename("triton/a", "triton/b");', K.REFERENCE_READ),
     ('chmod("triton/entry", 0);', K.REFERENCE_READ),
+    ("auto r = &::rename;", K.REFERENCE_READ),
+    ("syscall(82, 0, 0);", K.PROCESS_ESCAPE),
     ('system("nvidia-smi");', K.PROCESS_ESCAPE),
     ("pid_t p = fork();", K.PROCESS_ESCAPE),
     ('void* h = dlopen("libcublas.so", 1);', K.PROCESS_ESCAPE),
@@ -510,6 +514,7 @@ def test_cpp_sources_get_the_same_rules(cpp, kind):
     "CUfunction f; cuModuleGetFunction(&f, nullptr, \"k\");",
     "cudaLibrary_t lib; cudaLibraryLoadData(&lib, a.data_ptr(), nullptr, nullptr, 0, nullptr, nullptr, 0);",
     "nvrtcProgram prog; nvrtcCreateProgram(&prog, \"\", \"k.cu\", 0, nullptr, nullptr);",
+    "auto load = &cuModuleLoadData;",
 ])
 def test_gpu_code_loaded_at_run_time_from_cpp_is_not_own(cpp):
     """The trace names what the process loaded; only load_inline's build is read as the candidate's."""

@@ -33,6 +33,7 @@ interpreter ran comes from the candidate's file (``sandbox.evidence.new_launch_l
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import os
@@ -154,7 +155,6 @@ class OwnKernelReader:
                 continue
             try:
                 metadata = json.loads(meta.read_text())
-                source = meta.with_suffix(".source").read_text(errors="replace")
             except PermissionError:  # no compile leaves that: the entry was made unreadable
                 self._hide()
                 continue
@@ -167,9 +167,16 @@ class OwnKernelReader:
                 # A launch option that replaces a later stage's code with a file's: the binary is
                 # then that file's, whatever the ``.source`` says.
                 return name, False
+            try:  # Triton writes the first stage before the metadata: a compile from Python has one
+                source = meta.with_suffix(".source").read_text(errors="replace")
+            except PermissionError:
+                self._hide()
+                return name, False
+            except OSError:  # compiled from an IR file (``IRSource``), or its first stage removed
+                return name, False
             locs = [(_unescape(m.group(1)), int(m.group(2)), int(m.group(3))) for m in _LOC.finditer(source)]
             own = bool(locs) and locs[0][0] == self.candidate_file and all(
-                (line, col) in self._code_places if f == self.candidate_file else _in_triton(f)
+                (line, col) in (self._code_places if f == self.candidate_file else _language_places(f))
                 for f, line, col in locs)
             return name, own
         return None, False
@@ -324,15 +331,18 @@ def cuobjdump() -> str | None:
         return None
 
 
-def _in_triton(file: str) -> bool:
-    """A file of the installed Triton package (``triton.language``'s own ``@jit`` functions, inlined
-    into every kernel that calls ``tl.sum`` or ``tl.softmax``)."""
+@functools.lru_cache(maxsize=64)
+def _language_places(file: str) -> frozenset[tuple[int, int]]:
+    """The code places of a file of the installed ``triton.language`` (its ``@jit`` functions, such as
+    ``tl.sum``'s, are inlined into every kernel that calls them); none for any other file. A location
+    only names a file (``JITFunction.file_name`` is writable): it must also fall on that file's code."""
     try:
-        import triton
+        import triton.language
     except ImportError:  # pragma: no cover
-        return False
-    root = os.path.realpath(os.path.dirname(triton.__file__)) + os.sep
-    return os.path.realpath(file).startswith(root)
+        return frozenset()
+    root = os.path.realpath(os.path.dirname(triton.language.__file__)) + os.sep
+    path = os.path.realpath(file)
+    return code_places(_read_text(path)) if path.startswith(root) and path.endswith(".py") else frozenset()
 
 
 def code_places(source: str) -> frozenset[tuple[int, int]]:

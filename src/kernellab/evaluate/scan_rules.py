@@ -315,12 +315,13 @@ _CPP_RULES = (
     ("no_threads", re.compile(r"\bstd::(?:thread|jthread|async)\b|\bpthread_create\b")),
     ("no_processes", re.compile(r"\b(?:fork|vfork|popen|system|execvp?e?|execlp?e?|posix_spawnp?|kill|_exit|"
                                 r"_Exit|exit|quick_exit|abort)\s*\(|\bcudaLaunchHostFunc\b|\bcudaStreamAddCallback\b")),
-    ("no_raw_access", re.compile(r"\b(?:dlopen|dlsym|cudaGetDriverEntryPoint\w*|cuGetProcAddress\w*)\s*\(")),
+    ("no_raw_access", re.compile(r"\b(?:dlopen|dlsym|cudaGetDriverEntryPoint\w*|cuGetProcAddress\w*|syscall)\s*\(")),
     # GPU code loaded or compiled at run time: the trace would name a module the judge never read
     # (a library's cubin under an own kernel's name), only load_inline's build is the candidate's.
+    # Named anywhere, not only called: a function pointer taken of one is the same call.
     ("own_kernels_only", re.compile(r"\b(?:cuModuleLoad\w*|cuModuleGetFunction|cuLibraryLoad\w*|cuLibraryGetKernel|"
                                     r"cudaLibraryLoad\w*|cudaLibraryGetKernel|cuLink(?:Create|AddData|AddFile|Complete)"
-                                    r"\w*|nvrtc[A-Z]\w*|nvJitLink[A-Z]\w*)\s*\(")),
+                                    r"\w*|nvrtc[A-Z]\w*|nvJitLink[A-Z]\w*)\b")),
     # Strict only: ATen/torch compute and vendor libraries called from C++ (allocation is allowed).
     ("own_compute_only", re.compile(r"\b(?:at|torch)::(?:native::|_ops::|nn::functional::)?(?:"
                                     + "|".join(_CPP_FUNCTIONS) + r")(?:_out|_)?\s*\(|"
@@ -331,8 +332,10 @@ _CPP_RULES = (
                                   r"\bstd::filesystem\b|\benviron\b|"
                                   # changing files in its own folder (a compile the judge must read): not
                                   # std::remove, the algorithm
-                                  r"(?<!::)\b(?:remove|rename|renameat2?|rmdir|chmod|fchmod|fchmodat|chown|"
-                                  r"truncate|ftruncate|utimes?|utimensat|symlink|link|mkdir|mkdirat|mknod)\s*\(")),
+                                  r"(?<!std::)\bremove\s*\(|\bstd::remove\s*\([^,()]*\)|"
+                                  r"\b(?:rename|renameat2?|rmdir|chmod|fchmod|fchmodat|chown|truncate|ftruncate|utimes?|"
+                                  r"utimensat|symlink|link|mkdir|mkdirat|mknod)\s*\)?\s*\(|&\s*(?:::)?(?:remove|rename|"
+                                  r"chmod|truncate|unlink|mkdir)\b")),
     ("no_network", re.compile(r"\b(?:socket|connect|gethostbyname|getaddrinfo)\s*\(|\bcurl_\w+")),
 )
 _PASTING_MACRO = re.compile(r"^[ \t]*#[ \t]*define[ \t]+(\w+)\(([^)]*)\)[ \t]*(.*)$", re.MULTILINE)
