@@ -33,6 +33,11 @@ BODIES = {
     # nothing computed; the updated input left empty, which compares as no error when broadcast
     "emptied": "ema.resize_(0, ema.numel())",
     "pointed_elsewhere": "ema.set_(torch.lerp(ema, param, 1 - self.decay).untyped_storage())",
+    # the same, with the tensor's own methods shadowed to report the memory it was handed
+    "pointed_elsewhere_shadowed": ("s, o, st = ema.untyped_storage(), ema.storage_offset(), ema.stride(); "
+                                   "ema.set_(torch.lerp(ema, param, 1 - self.decay).untyped_storage()); "
+                                   "ema.untyped_storage = lambda: s; ema.storage_offset = lambda: o; "
+                                   "ema.stride = lambda: st"),
     "honest": "ema.lerp_(param, 1 - self.decay)",
 }
 

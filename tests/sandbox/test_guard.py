@@ -153,6 +153,9 @@ REACHES = {
                   "writes a file (os.chmod)"),
     "library_copier": ("import shutil, os\n", "shutil.copyfile(__file__, os.path.expanduser('~/copy.py'))",
                        "process_escape", "writes a file through"),
+    "logging_handler": ("import logging.handlers, os\n",
+                        "logging.handlers.WatchedFileHandler(os.path.expanduser('~/handler.log'))",
+                        "process_escape", "writes a file through"),
     "own_write": ("import builtins\n", "vars(builtins)['op' 'en']('/dev/null', 'w').close()", "process_escape",
                   "writes a file (open)"),
 }

@@ -512,10 +512,17 @@ class Harness:
         del blocks
 
 
+# Read through the class, bound now: an instance attribute of the candidate's (``t.stride = ...``)
+# shadows a method looked up on the tensor, never the class's own.
+_STORAGE, _OFFSET, _SIZE, _STRIDE = (torch.Tensor.untyped_storage, torch.Tensor.storage_offset, torch.Tensor.size,
+                                     torch.Tensor.stride)
+_DTYPE = torch._C.TensorBase.dtype.__get__
+
+
 def _layouts(inputs: list[Any]) -> list[tuple | None]:
     """What each input tensor is as handed to the candidate: its memory, offset, sizes, strides, dtype."""
-    return [(t.untyped_storage().data_ptr(), t.untyped_storage().nbytes(), t.storage_offset(), tuple(t.shape),
-             tuple(t.stride()), t.dtype) if isinstance(t, torch.Tensor) else None for t in inputs]
+    return [(_STORAGE(t).data_ptr(), _STORAGE(t).nbytes(), _OFFSET(t), tuple(_SIZE(t)), tuple(_STRIDE(t)),
+             _DTYPE(t)) if isinstance(t, torch.Tensor) else None for t in inputs]
 
 
 def _inputs_kept(inputs: list[Any], layouts: list[tuple | None]) -> None:

@@ -1,34 +1,45 @@
-"""The candidate's process writes only in its own folder: Landlock, from before its code runs.
+"""The candidate's process writes only in its own folder, with no privileges: Landlock and capabilities.
 
 The judge keeps state on disk that the candidate's process could otherwise write as the same user:
 the baselines' cache (timings the speedups divide by), the task's reference file, other candidates'
 folders. Refusing every way to write a file in Python (``open``, ``Path``, a cache's ``put``) misses
 the ones that are not Python: torch maps a file shared and writable in C++
 (``TypedStorage.from_file(path, shared=True)``), and native code opens what it likes. The kernel
-refuses them all instead: a Landlock ruleset that handles every right that creates, changes or
-removes a file, allowed only beneath the child's own folders (its home, its temporary folder and
-compile caches) and ``/dev`` (the GPU's device files are opened for writing; ``/dev/null``). Reading
-and executing stay open: the interpreter, torch and the CUDA libraries are read from everywhere.
+refuses them all instead:
 
-Landlock confines the calling thread and everything it starts afterwards, so this runs in the
-child right after the fork, before CUDA or the candidate start a thread. A kernel without Landlock
+- a Landlock ruleset that handles every right that creates, changes or removes a file and the use of
+  device files (``ioctl``), allowed only beneath the child's own folders (its home, its temporary
+  folder and compile caches; no device nodes made there) and on the device files a GPU process needs
+  (``/dev/nvidia*``, ``/dev/null``, ``/dev/shm``): a block device is every file of its filesystem,
+  and a terminal takes typed input (``TIOCSTI``);
+- no capabilities, now or after an ``exec``: a judge run as root would otherwise hand its child
+  ``CAP_SYS_ADMIN``, ``CAP_MKNOD``, ``CAP_SYS_PTRACE``.
+
+Reading and executing stay open: the interpreter, torch and the CUDA libraries are read from
+everywhere. Landlock confines the calling thread and everything it starts afterwards, so this runs in
+the child right after the fork, before CUDA or the candidate start a thread. A kernel without Landlock
 (before 5.13, or not enabled) confines nothing: ``confine_writes`` says so, and the verdict says it.
 """
 
 from __future__ import annotations
 
 import ctypes
+import glob
 import os
 import platform
 
 # Syscall numbers (the same in the generic table that arm64 uses) and the access rights of the ABI.
 _CREATE_RULESET, _ADD_RULE, _RESTRICT_SELF = 444, 445, 446
+_CAPSET = {"x86_64": 126, "aarch64": 91}
 _CREATE_RULESET_VERSION = 1
 _RULE_PATH_BENEATH = 1
-_PR_SET_NO_NEW_PRIVS = 38
+_PR_SET_NO_NEW_PRIVS, _PR_CAPBSET_DROP, _PR_CAP_AMBIENT, _PR_CAP_AMBIENT_CLEAR_ALL = 38, 24, 47, 4
 _WRITE_FILE, _REMOVE_DIR, _REMOVE_FILE = 1 << 1, 1 << 4, 1 << 5
+_MAKE_CHAR, _MAKE_BLOCK = 1 << 6, 1 << 11
 _MAKE = sum(1 << b for b in range(6, 13))  # char, dir, reg, sock, fifo, block, sym
-_REFER, _TRUNCATE = 1 << 13, 1 << 14  # ABI 2, ABI 3
+_REFER, _TRUNCATE, _IOCTL_DEV = 1 << 13, 1 << 14, 1 << 15  # ABI 2, 3, 5
+# The device files a CUDA process opens for writing (and drives by ioctl), and shared memory.
+DEVICES = ("/dev/nvidia*", "/dev/nvidia-caps", "/dev/null", "/dev/shm")
 
 
 class _RulesetAttr(ctypes.Structure):
@@ -40,10 +51,18 @@ class _PathBeneath(ctypes.Structure):
     _fields_ = [("allowed_access", ctypes.c_uint64), ("parent_fd", ctypes.c_int32)]
 
 
+class _CapHeader(ctypes.Structure):
+    _fields_ = [("version", ctypes.c_uint32), ("pid", ctypes.c_int)]
+
+
+class _CapData(ctypes.Structure):
+    _fields_ = [("effective", ctypes.c_uint32), ("permitted", ctypes.c_uint32), ("inheritable", ctypes.c_uint32)]
+
+
 def confine_writes(writable: list[str]) -> str | None:
-    """Allow this process (and what it starts) to write only beneath ``writable`` and ``/dev``.
-    Returns None once confined, or why nothing was confined."""
-    if platform.system() != "Linux" or platform.machine() not in ("x86_64", "aarch64"):
+    """Allow this process (and what it starts) to write only beneath ``writable`` and on ``DEVICES``,
+    and drop its capabilities. Returns None once confined, or why it was not (fully)."""
+    if platform.system() != "Linux" or platform.machine() not in _CAPSET:
         return f"no Landlock on {platform.system()} {platform.machine()}"
     libc = ctypes.CDLL(None, use_errno=True)
     syscall = libc.syscall
@@ -52,19 +71,24 @@ def confine_writes(writable: list[str]) -> str | None:
     if abi < 1:
         return f"Landlock is not available in this kernel ({os.strerror(ctypes.get_errno())})"
     handled = _WRITE_FILE | _REMOVE_DIR | _REMOVE_FILE | _MAKE
-    handled |= (_REFER if abi >= 2 else 0) | (_TRUNCATE if abi >= 3 else 0)
+    handled |= (_REFER if abi >= 2 else 0) | (_TRUNCATE if abi >= 3 else 0) | (_IOCTL_DEV if abi >= 5 else 0)
+    file_rights = handled & (_WRITE_FILE | _TRUNCATE | _IOCTL_DEV)  # what a rule on a file may allow
+    own = handled & ~(_MAKE_CHAR | _MAKE_BLOCK | _IOCTL_DEV)  # no device nodes of its own making
     attr = _RulesetAttr(handled)
     ruleset = syscall(_CREATE_RULESET, ctypes.byref(attr), ctypes.c_size_t(ctypes.sizeof(attr)), ctypes.c_uint32(0))
     if ruleset < 0:
         return f"Landlock refused the ruleset ({os.strerror(ctypes.get_errno())})"
     try:
-        for path in dict.fromkeys([*writable, "/dev"]):
+        rules = [(path, own) for path in dict.fromkeys(writable)]
+        rules += [(path, handled) for pattern in DEVICES for path in sorted(glob.glob(pattern))]
+        for path, rights in rules:
             try:
                 fd = os.open(path, os.O_PATH | os.O_CLOEXEC)
             except OSError:
                 continue  # a folder that does not exist yet holds nothing to protect or allow
             try:
-                rule = _PathBeneath(handled, fd)
+                allowed = rights if os.path.isdir(path) else rights & file_rights
+                rule = _PathBeneath(allowed, fd)
                 if syscall(_ADD_RULE, ctypes.c_int(ruleset), ctypes.c_int(_RULE_PATH_BENEATH), ctypes.byref(rule),
                            ctypes.c_uint32(0)) != 0:
                     return f"Landlock refused a rule for {path} ({os.strerror(ctypes.get_errno())})"
@@ -76,4 +100,21 @@ def confine_writes(writable: list[str]) -> str | None:
             return f"Landlock refused to confine the process ({os.strerror(ctypes.get_errno())})"
     finally:
         os.close(ruleset)
+    return _drop_capabilities(libc, syscall)
+
+
+def _drop_capabilities(libc, syscall) -> str | None:
+    """Empty the bounding set (so an ``exec`` grants nothing, even to root), the ambient set, and the
+    effective, permitted and inheritable sets."""
+    try:
+        with open("/proc/sys/kernel/cap_last_cap") as f:
+            last = int(f.read())
+    except (OSError, ValueError):
+        last = 40
+    for cap in range(last + 1):
+        libc.prctl(_PR_CAPBSET_DROP, cap, 0, 0, 0)  # refused without CAP_SETPCAP: then it held none
+    libc.prctl(_PR_CAP_AMBIENT, _PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0)
+    header, data = _CapHeader(0x20080522, 0), (_CapData * 2)()  # _LINUX_CAPABILITY_VERSION_3
+    if syscall(_CAPSET[platform.machine()], ctypes.byref(header), ctypes.byref(data)) != 0:
+        return f"capabilities could not be dropped ({os.strerror(ctypes.get_errno())})"
     return None

@@ -172,7 +172,8 @@ def arm() -> Guard:
         "statuses": (ESCAPE_STATUS, TAMPER_STATUS, VIOLATION_OF_STATUS),
         "line_prefix": LINE_PREFIX, "watched": _WATCHED, "frame_getters": _FRAME_GETTERS, "rebinding": _REBINDING,
         "frame_events": _FRAME_EVENTS, "graph_events": _GRAPH_EVENTS, "memory_events": _MEMORY_EVENTS,
-        "file_changes": _FILE_CHANGES,
+        "file_changes": _FILE_CHANGES, "compile_codes": compile_codes(),
+        "triton_compile_file": os.path.join("triton", "compiler", "compiler.py"),
     }
     hook, refuse, untrust, check, set_verify = concealment.sealed(_make_policy)(config)
     hidden = concealment.harness_classes()
@@ -189,6 +190,14 @@ def arm() -> Guard:
     return Guard(check, untrust, gated)
 
 
+def compile_codes() -> frozenset[tuple[str, str]]:
+    """(file, function) of the harness's wrappers around compiles (``child._timing``'s, which wrap
+    Triton's JIT compile and launcher builds, and ``own_compiles``' ``load_inline``): files written
+    from inside one of them are a compile's."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    return frozenset({(os.path.join(here, "child.py"), "timed"), (os.path.join(here, "own_compiles.py"), "load_inline")})
+
+
 def _tensor_base() -> type | None:
     """torch's tensor base class where torch is loaded (the child always has it)."""
     torch = sys.modules.get("torch")
@@ -200,7 +209,8 @@ def _make_policy(cfg):  # noqa: C901 - one sealed closure on purpose: its helper
     prefixes, passing_files = cfg["prefixes"], cfg["passing_files"]
     passing_codes = frozenset(id(c) for c in cfg["passing_codes"])  # code of functions that live on
     frame_events, graph_events, memory_events = cfg["frame_events"], cfg["graph_events"], cfg["memory_events"]
-    file_changes = cfg["file_changes"]
+    file_changes, compile_codes, triton_compile_file = cfg["file_changes"], cfg["compile_codes"], \
+        cfg["triton_compile_file"]
     consumers = cfg["consumers"]
     importlib_files, timing_modules, loaded = cfg["importlib_files"], cfg["timing_modules"], cfg["loaded"]
     getframe, get_ident, write, exit_, stat = cfg["getframe"], cfg["get_ident"], cfg["write"], cfg["exit"], cfg["stat"]
@@ -322,18 +332,22 @@ def _make_policy(cfg):  # noqa: C901 - one sealed closure on purpose: its helper
             return "w" in mode or "a" in mode or "x" in mode or "+" in mode
         return type(flags) is int and flags & 0o3103 != 0  # O_WRONLY|O_RDWR|O_CREAT|O_TRUNC|O_APPEND
 
-    def through_own_writer(caller):
-        """The candidate's frame if the library function it called is the very code that writes (a
-        cache's ``put``, ``Path.write_text``, a build's ``_maybe_write``): bytes of its choosing, where
-        the judge may read them as a library's (a compile folder's metadata, a PTX to compile
-        instead). A compile it starts writes from deeper down (Triton's ``compile`` calls the cache's
-        ``put``; ``load_inline`` goes through the harness's wrapper)."""
-        below, frame = None, caller
-        while frame is not None and trusted(frame.f_code.co_filename):
-            below, frame = frame, frame.f_back
-        if frame is None or below is None:
-            return None
-        return frame if below.f_code.co_filename == caller.f_code.co_filename else None
+    def writer_outside_a_compile(caller):
+        """The candidate's frame if a file is written with its code nearer on the stack than any
+        compile (a compile the harness wraps, or Triton's ``compile``): a library helper it calls
+        that writes (a cache's ``put``, a logging handler, ``Path.write_text``) writes bytes of its
+        choosing, where the judge may read them as a compile's. A compile it starts writes from
+        inside that compile; code of its own called back from there (a stage hook) is nearer again."""
+        frame = caller
+        while frame is not None:
+            code = frame.f_code
+            if not trusted(code.co_filename):
+                return frame
+            if (code.co_filename, code.co_name) in compile_codes or \
+                    code.co_name == "compile" and code.co_filename.endswith(triton_compile_file):
+                return None
+            frame = frame.f_back
+        return None
 
     def decide(event, args, caller):  # noqa: C901 - the audit hook's one dispatch, inside the sealed closure above
         if event == "kernellab.call_returned":
@@ -419,7 +433,7 @@ def _make_policy(cfg):  # noqa: C901 - one sealed closure on purpose: its helper
                 frame = by_candidate(caller)
                 if frame is not None:
                     breach(escape, "writes a file (" + event + ")", frame)
-                frame = through_own_writer(caller)
+                frame = writer_outside_a_compile(caller)
                 if frame is not None:
                     breach(escape, "writes a file through " + caller.f_code.co_filename + " ("
                            + caller.f_code.co_name + "), not by compiling", frame)
