@@ -304,13 +304,21 @@ def test_the_candidate_process_is_stopped_while_the_judge_times_its_baselines(se
 
 def test_the_candidates_process_writes_only_in_its_own_folder(server, tmp_path):
     """A file torch maps shared and writable in C++ raises no Python event: the kernel refuses the
-    write (Landlock), outside the child's folder, whoever asks. Inside it, writing works."""
+    write (Landlock), outside the child's folder and the devices a GPU process needs, whoever asks,
+    and the child holds no capability (a root judge's would hold them all). Inside it, writing works."""
     judge_file = tmp_path / "baselines.json"  # the judge's: beside the child's folder, not in it
     judge_file.write_text("honest")
     home = tmp_path / "home"
     home.mkdir()
     source = f"""
-        import torch
+        import os, torch
+        status = open("/proc/self/status").read()
+        os.write(2, ("CapEff=" + status.split("CapEff:")[1].split()[0] + "\\n").encode())
+        try:  # a device not among a GPU process's: a block device would be every file of its disk
+            torch.ByteStorage.from_file("/dev/full", True, 1)
+        except RuntimeError as exc:
+            if "Permission denied" in str(exc):
+                os.write(2, b"device refused\\n")
         for path in ({str(home / "mine.bin")!r}, {str(judge_file)!r}):
             torch.tensor([], dtype=torch.uint8).set_(torch.ByteStorage.from_file(path, True, 6)).fill_(120)
     """
@@ -325,3 +333,5 @@ def test_the_candidates_process_writes_only_in_its_own_folder(server, tmp_path):
         child.close()
     assert (home / "mine.bin").read_bytes() == b"x" * 6
     assert judge_file.read_text() == "honest"
+    log = (tmp_path / "mapper.log").read_text()
+    assert "CapEff=0000000000000000" in log and "device refused" in log, log  # no privileges either

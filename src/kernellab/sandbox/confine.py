@@ -80,7 +80,9 @@ def confine_writes(writable: list[str]) -> str | None:
         return f"Landlock refused the ruleset ({os.strerror(ctypes.get_errno())})"
     try:
         rules = [(path, own) for path in dict.fromkeys(writable)]
-        rules += [(path, handled) for pattern in DEVICES for path in sorted(glob.glob(pattern))]
+        # Folders among them (shm, MIG's capability nodes): no nodes made there, the GPU's driven.
+        rules += [(path, own | (handled & _IOCTL_DEV) if os.path.isdir(path) else file_rights)
+                  for pattern in DEVICES for path in sorted(glob.glob(pattern))]
         for path, rights in rules:
             try:
                 fd = os.open(path, os.O_PATH | os.O_CLOEXEC)
