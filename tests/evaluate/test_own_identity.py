@@ -335,6 +335,58 @@ def test_a_kernel_whose_later_stage_came_from_a_file_is_not_own(tmp_path):
     assert OwnKernelReader(str(tmp_path / "decoy_mod.py"), cache, None).identity().kernels == frozenset()
 
 
+HOOK_DRIVER = '''
+import sys
+sys.path.insert(0, sys.argv[1])
+from kernellab.sandbox.own_compiles import mark_own_compiles
+mark_own_compiles(sys.argv[2])
+import triton
+from triton import knobs
+from triton.backends.compiler import GPUTarget
+from triton.compiler import ASTSource
+import decoy_mod, library_mod
+target = GPUTarget("cuda", 90, 32)
+sig = {"x_ptr": "*fp32", "y_ptr": "*fp32", "n": "i32", "BLOCK": "constexpr"}
+library = triton.compile(ASTSource(library_mod.lib_copy, sig, constexprs={"BLOCK": 128}), target=target)
+borrowed = library.asm["ptx"].replace("lib_copy", "decoy__kl_own")
+
+
+def hook(*args):  # Triton's stage-inspection hook: the library's PTX in place of the decoy's
+    if not args:
+        return "", ""
+    stages = args[1]
+    own_ptx = stages["ptx"]
+    stages["ptx"] = lambda src, metadata: (own_ptx(src, metadata), borrowed)[1]
+
+
+knobs.runtime.add_stages_inspection_hook = hook
+print(triton.compile(ASTSource(decoy_mod.decoy, sig, constexprs={"BLOCK": 128}), target=target).metadata.name)
+'''
+
+
+def test_a_kernel_whose_later_stages_a_hook_replaced_is_not_own(tmp_path):
+    """Triton's stage hook swaps the decoy's PTX for a library kernel's: the ``.source`` the judge
+    reads is the decoy's own, the binary is not what it compiles to. The judge compiles the first
+    stage again with the recorded options and compares the binaries; an honest kernel's are equal."""
+    (tmp_path / "decoy_mod.py").write_text(
+        "import triton\nimport triton.language as tl\n\n\n@triton.jit\n"
+        "def decoy(x_ptr, y_ptr, n, BLOCK: tl.constexpr):\n    pass\n")
+    (tmp_path / "library_mod.py").write_text(LIBRARY)
+    (tmp_path / "driver.py").write_text(HOOK_DRIVER)
+    cache = tmp_path / "triton"
+    env = {"PATH": "/usr/bin:/bin", "TRITON_CACHE_DIR": str(cache), "HOME": str(tmp_path),
+           "PYTHONPATH": str(Path(__file__).resolve().parents[2] / "src")}
+    run = subprocess.run([sys.executable, str(tmp_path / "driver.py"), str(tmp_path), str(tmp_path / "decoy_mod.py")],
+                         capture_output=True, text=True, env=env, timeout=280)
+    if run.returncode != 0 and "ptxas" in run.stderr:
+        pytest.skip(f"Triton cannot compile for sm_90 here: {run.stderr.strip().splitlines()[-1]}")
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert run.stdout.split() == ["decoy" + OWN_SUFFIX]
+    decoy = next(cache.glob("*/decoy*.json"))
+    assert "st.global" in decoy.with_suffix(".ptx").read_text()  # the library's copy, under the decoy's name
+    assert OwnKernelReader(str(tmp_path / "decoy_mod.py"), cache, None).identity().kernels == frozenset()
+
+
 def test_code_places_follow_both_column_conventions():
     source = "import triton\n\nclass K:\n    @triton.jit\n    def k(x):\n        y = x + 1\n"
     places = code_places(source)

@@ -136,6 +136,21 @@ class OwnKernelReader:
                 self._entries[entry] = (*self._triton_entry(entry), settled)
         return [(name, own) for name, own, _ in self._entries.values() if name]
 
+    def _rebuilds(self, meta: Path, metadata: dict) -> bool:
+        """Whether the entry's binary is what Triton's stages make of its first stage with the
+        options it records: a stage hook, Triton's kernel override or an ``ir_override`` of any
+        spelling gives a binary the ``.source`` does not."""
+        try:
+            cached = meta.with_suffix(".cubin").read_bytes()
+        except OSError:
+            return False  # no binary for this GPU: nothing of it can have run here
+        try:
+            return rebuilt_binary(meta.with_suffix(".source"), metadata) == cached
+        except Exception as exc:  # noqa: BLE001 - Triton's own errors: then no proof, not own
+            self._note(f"a Triton kernel could not be compiled again from its first stage ({type(exc).__name__}: "
+                       f"{str(exc)[:120]}): not counted as the candidate's")
+            return False
+
     def _hide(self) -> None:
         self._hidden = True
         self._note("a Triton compile entry could not be read (permission denied): no Triton kernel counted "
@@ -178,6 +193,8 @@ class OwnKernelReader:
             own = bool(locs) and locs[0][0] == self.candidate_file and all(
                 (line, col) in (self._code_places if f == self.candidate_file else _language_places(f))
                 for f, line, col in locs)
+            if own and not self._rebuilds(meta, metadata):
+                return name, False
             return name, own
         return None, False
 
@@ -329,6 +346,35 @@ def cuobjdump() -> str | None:
         return str(bundled) if bundled.is_file() and os.access(bundled, os.X_OK) else None
     except ImportError:
         return None
+
+
+def rebuilt_binary(first_stage: Path, metadata: dict) -> bytes:
+    """The binary Triton's backend makes, here, of a compile's first stage (``.source``) with the
+    options and target its metadata records: each later stage as ``triton.compile`` runs it."""
+    import dataclasses
+
+    from triton._C.libtriton import ir
+    from triton.backends.compiler import GPUTarget, Language
+    from triton.compiler.compiler import make_backend
+
+    recorded = metadata["target"]
+    target = GPUTarget(recorded["backend"], recorded["arch"], recorded["warp_size"])
+    backend = make_backend(target)
+    fields = {f.name for f in dataclasses.fields(type(backend.parse_options({})))}
+    options = backend.parse_options({k: tuple(v) if isinstance(v, list) else v for k, v in metadata.items()
+                                     if k in fields})
+    context = ir.context()
+    ir.load_dialects(context)
+    backend.load_dialects(context)
+    module = ir.parse_mlir_module(str(first_stage), context)
+    module.context = context
+    stages: dict = {}
+    backend.add_stages(stages, options, Language.TRITON)
+    made = {"hash": metadata.get("hash"), "target": target, **options.__dict__,
+            **{k: v for k, v in metadata.items() if k.isupper()}, "triton_version": metadata.get("triton_version")}
+    for stage in stages.values():
+        module = stage(module, made)
+    return bytes(module)
 
 
 @functools.lru_cache(maxsize=64)
