@@ -13,8 +13,11 @@ reads what the candidate's compiles left on disk in the child's own folders.
   compiled function says of itself (Triton's ``_unsafe_update_src`` gives a function of the
   candidate's file any text), so each location in the candidate's file must also fall where the
   file, as the judge read it, has code: the line and column where an expression or statement of one
-  of its functions starts. Text that was not in the file has no such places, unless the file holds
-  that very code.
+  of its functions starts (and a location in ``triton.language`` where that file has code). Text
+  that was not in the file has no such places, unless the file holds that very code. The binary must
+  be what the judge's own Triton makes of that first stage with the options the metadata records: a
+  stage hook or Triton's kernel override replaces later stages and leaves the ``.source`` alone. A
+  compile bearing an own name whose first stage the judge cannot read makes the name nobody's.
 - CUDA C++: the entry symbols of the extensions it built (``TORCH_EXTENSIONS_DIR``), read with
   ``cuobjdump -symbols`` (the CUDA toolkit's, or the one Triton ships), each counted only if its
   first instruction comes from the ``cuda.cu`` that ``load_inline`` wrote beside the binary, in
