@@ -15,13 +15,12 @@ import pytest
 from cli_process import ROOT, kernellab, kernellab_on_terminal
 
 HANGS = """
-import os, time
+import time
 import torch.nn as nn
 
 class ModelNew(nn.Module):
     def forward(self, x):
-        with open({pid_file!r}, "w") as f:
-            f.write(str(os.getpid()))
+        self.marker = open(__file__)  # held open while it hangs: how the test finds its process
         while True:
             time.sleep(0.01)
 """
@@ -36,10 +35,20 @@ class ModelNew(nn.Module):
 
 
 def _hanging(tmp_path):
-    pid_file = tmp_path / "child.pid"
     candidate = tmp_path / "hangs.py"
-    candidate.write_text(HANGS.format(pid_file=str(pid_file)))
-    return candidate, pid_file
+    candidate.write_text(HANGS)
+    return candidate
+
+
+def _holding(path) -> int | None:
+    """The process holding ``path`` open (a candidate may write no file, not even its pid)."""
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            if any(os.readlink(f"/proc/{pid}/fd/{fd}") == str(path) for fd in os.listdir(f"/proc/{pid}/fd")):
+                return int(pid)
+        except OSError:
+            continue
+    return None
 
 
 def _alive(pid: int) -> bool:
@@ -52,7 +61,7 @@ def _alive(pid: int) -> bool:
 
 
 def test_timeout_sets_the_hang_limit(tmp_path):
-    candidate, _ = _hanging(tmp_path)
+    candidate = _hanging(tmp_path)
     started = time.monotonic()
     proc = kernellab("eval", "--task", "elementwise/relu", "--policy", "off", "--candidate", str(candidate),
                      "--timeout", "2", "--json", timeout=120)
@@ -69,7 +78,7 @@ def test_timeout_must_be_positive():
 
 
 def test_ctrl_c_on_a_hanging_eval_ends_at_once(tmp_path):
-    candidate, pid_file = _hanging(tmp_path)
+    candidate = _hanging(tmp_path)
     # Its own session, as a shell gives a job; the SIGINT goes to the judge's process group, the way a
     # terminal's Ctrl-C does (the candidate's child is in a group of its own and never gets it). Started
     # with SIGINT ignored, as a script's background job or a CI runner starts it: Ctrl-C still counts.
@@ -79,11 +88,12 @@ def test_ctrl_c_on_a_hanging_eval_ends_at_once(tmp_path):
                             preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN))
     try:
         deadline = time.monotonic() + 120
-        while not pid_file.is_file() and time.monotonic() < deadline and proc.poll() is None:
+        child = None
+        while child is None and time.monotonic() < deadline and proc.poll() is None:
             time.sleep(0.1)
-        assert pid_file.is_file(), proc.communicate()
+            child = _holding(candidate)
+        assert child is not None, proc.communicate()
         time.sleep(0.5)
-        child = int(pid_file.read_text())
         assert _alive(child)
         sent = time.monotonic()
         os.killpg(proc.pid, signal.SIGINT)
