@@ -79,6 +79,6 @@ def test_flags_the_parser_rejects_are_one_line_and_exit_2(args, message):
 def test_doctor_says_what_this_machine_can_do():
     proc = run("doctor")
     assert proc.returncode == 0, proc.stderr
-    for word in ("torch", "triton", "sandbox", "cuda gpu"):
+    for word in ("torch", "triton", "sandbox", "write confinement", "cuda gpu"):
         assert word in proc.stdout
     assert ("gpu mode" in proc.stdout) or ("interpret mode" in proc.stdout)

@@ -68,6 +68,21 @@ def _probe_sandbox() -> tuple[bool, str]:
     return True, f"fork server up in {time.perf_counter() - started:.1f} s"
 
 
+def _probe_confinement() -> tuple[bool, str]:
+    """Whether a candidate's process here can be kept to its own folder (Landlock), tried in a fresh
+    interpreter (confinement cannot be undone)."""
+    work = Path(tempfile.mkdtemp(prefix="kernellab-doctor-"))
+    code = "import sys; from kernellab.sandbox.confine import confine_writes; print(confine_writes(sys.argv[1:]) or '')"
+    try:
+        proc = subprocess.run([sys.executable, "-c", code, str(work)], capture_output=True, text=True, timeout=60)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    why = proc.stdout.strip() if proc.returncode == 0 else (proc.stderr.strip().splitlines() or ["failed"])[-1]
+    if why:
+        return False, f"a candidate's process could write anywhere this user can: {why}"
+    return True, "a candidate's process writes only in its own folder and the GPU's device files; no privileges"
+
+
 def doctor_command(as_json: Json = False) -> None:
     """Report versions, GPU, compilers, profilers and whether kernels can run here."""
     import torch
@@ -97,6 +112,8 @@ def doctor_command(as_json: Json = False) -> None:
     row("triton " + ("(GPU)" if gpu else "(interpreter)"), ok, detail)
     ok, detail = _probe_sandbox()
     row("sandbox", ok, detail)
+    ok, detail = _probe_confinement()
+    row("write confinement", ok, detail)
     mode = "gpu" if gpu else "interpret"
     if as_json:
         print(json.dumps({"checks": checks, "eval_mode": mode}, indent=1))
