@@ -679,6 +679,7 @@ def main(fd: int, spec: dict[str, Any]) -> int:
     os.environ.clear()
     os.environ.update(spec["env"])
     tempfile.tempdir = None  # recomputed from this child's TMPDIR, never a folder the fork server chose
+    tempfile.gettempdir()  # now, by the harness: finding it writes a probe file (no candidate on the stack)
     # Before anything starts a thread (CUDA, a pool): Landlock confines this thread and what it starts.
     unconfined = confine_writes([spec["env"][k] for k in _WRITABLE if spec["env"].get(k)])
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
