@@ -37,3 +37,28 @@ def test_a_tiny_campaign_on_local_ray(recorded, tmp_path):
     assert finals == {"elementwise/relu": [True], "elementwise/leaky_relu": [False]}
     report = kernellab("report", str(out), "--format", "json")
     assert report.returncode == 0 and json.loads(report.stdout)["summary"]["n_results"] == 2
+
+
+@pytest.mark.skipif(not HAS_RAY, reason="the optional extra 'ray' is not installed (pip install 'kernellab[ray]')")
+def test_a_dead_local_cluster_left_behind_is_not_joined(recorded, tmp_path, monkeypatch):
+    """Without ``--address`` the run starts a cluster of its own: the file a dead local cluster leaves
+    (``ray_current_cluster``) once made it wait minutes to join that cluster."""
+    import shutil
+    import tempfile
+    from pathlib import Path
+
+    ray_tmp = Path(tempfile.mkdtemp(prefix="kl-ray-", dir="/tmp"))  # short: Ray's socket paths live here
+    try:
+        (ray_tmp / "ray").mkdir()
+        (ray_tmp / "ray" / "ray_current_cluster").write_text("192.0.2.2:6379")  # nobody listens there
+        monkeypatch.setenv("RAY_TMPDIR", str(ray_tmp))
+        monkeypatch.delenv("RAY_ADDRESS", raising=False)
+        out = tmp_path / "run"
+        done = kernellab("run", "--tasks", "elementwise/relu", "--agent", "replay", "--agent-option",
+                         f"kernels={recorded}", "--backend", "ray", "--out", str(out), timeout=240)
+        assert done.returncode == 0, done.stderr[-2000:]
+        with Store.open(out, create=False) as store:
+            (run,) = store.runs()
+            assert [j.status for j in store.jobs(run.id)] == ["done"]
+    finally:
+        shutil.rmtree(ray_tmp, ignore_errors=True)

@@ -126,7 +126,10 @@ class RayBackend:
         ray = self.ray
         started_here = not ray.is_initialized()
         if started_here:
-            ray.init(address=self.address, log_to_driver=False, **self.init_options)
+            # No address: a cluster of its own ("local"), never one a ``ray_current_cluster`` file
+            # names (a dead local cluster leaves it behind, and joining it hangs for minutes).
+            address = self.address or os.environ.get("RAY_ADDRESS") or "local"
+            ray.init(address=address, log_to_driver=False, **self.init_options)
         try:
             return _Driver(self, run_dir, tick, poll_s).run()
         finally:
