@@ -71,22 +71,32 @@ for fn, signature in ((candidate_mod.ampere_sgemm_128x64_nn, sig),
 '''
 
 
-@pytest.fixture(scope="module")
-def compiled(tmp_path_factory):
-    """A Triton cache filled as a candidate child fills it, and the compiled kernels' names."""
-    folder = tmp_path_factory.mktemp("compiles")
-    (folder / "candidate_mod.py").write_text(CANDIDATE)
-    (folder / "library_mod.py").write_text(LIBRARY)
-    (folder / "driver.py").write_text(DRIVER)
+def compile_like_a_child(folder: Path, files: dict[str, str], candidate: str,
+                         **env: str) -> tuple[Path, list[str]]:
+    """Write ``files`` (modules and ``driver.py``) into ``folder`` and run the driver in a fresh
+    interpreter with the child's renaming installed for ``candidate``: the Triton cache it filled
+    and the kernel names it printed. Skips where Triton cannot compile for sm_90."""
+    for name, text in files.items():
+        (folder / name).write_text(text)
     cache = folder / "triton"
-    env = {"PATH": "/usr/bin:/bin", "TRITON_CACHE_DIR": str(cache), "TRITON_DEFAULT_FP_FUSION": "1",
-           "PYTHONPATH": str(Path(__file__).resolve().parents[2] / "src"), "HOME": str(folder)}
-    run = subprocess.run([sys.executable, str(folder / "driver.py"), str(folder), str(folder / "candidate_mod.py")],
+    env = {"PATH": "/usr/bin:/bin", "TRITON_CACHE_DIR": str(cache), "HOME": str(folder),
+           "PYTHONPATH": str(Path(__file__).resolve().parents[2] / "src"), **env}
+    run = subprocess.run([sys.executable, str(folder / "driver.py"), str(folder), str(folder / candidate)],
                          capture_output=True, text=True, env=env, timeout=280)
     if run.returncode != 0 and "ptxas" in run.stderr:
         pytest.skip(f"Triton cannot compile for sm_90 here: {run.stderr.strip().splitlines()[-1]}")
     assert run.returncode == 0, run.stderr[-2000:]
-    return folder, cache, run.stdout.split()
+    return cache, run.stdout.split()
+
+
+@pytest.fixture(scope="module")
+def compiled(tmp_path_factory):
+    """A Triton cache filled as a candidate child fills it, and the compiled kernels' names."""
+    folder = tmp_path_factory.mktemp("compiles")
+    cache, names = compile_like_a_child(folder, {"candidate_mod.py": CANDIDATE, "library_mod.py": LIBRARY,
+                                                 "driver.py": DRIVER}, "candidate_mod.py",
+                                        TRITON_DEFAULT_FP_FUSION="1")
+    return folder, cache, names
 
 
 def test_the_candidates_triton_kernels_compile_under_the_suffix(compiled):
@@ -211,18 +221,9 @@ def test_a_kernel_of_the_candidates_whose_body_is_a_library_kernel_is_not_own(tm
     """A one-line kernel in the candidate's file calls a library's ``@triton.jit`` function handed
     to it as a constexpr, which Triton inlines: its code is the library's. Beside it, a kernel that
     calls ``tl.sum`` (Triton's own ``@jit`` function, inlined too) is the candidate's."""
-    (tmp_path / "wrapper_mod.py").write_text(WRAPPER)
-    (tmp_path / "library_mod.py").write_text(LIBRARY)
-    (tmp_path / "driver.py").write_text(WRAPPER_DRIVER)
-    cache = tmp_path / "triton"
-    env = {"PATH": "/usr/bin:/bin", "TRITON_CACHE_DIR": str(cache), "HOME": str(tmp_path),
-           "PYTHONPATH": str(Path(__file__).resolve().parents[2] / "src")}
-    run = subprocess.run([sys.executable, str(tmp_path / "driver.py"), str(tmp_path), str(tmp_path / "wrapper_mod.py")],
-                         capture_output=True, text=True, env=env, timeout=280)
-    if run.returncode != 0 and "ptxas" in run.stderr:
-        pytest.skip(f"Triton cannot compile for sm_90 here: {run.stderr.strip().splitlines()[-1]}")
-    assert run.returncode == 0, run.stderr[-2000:]
-    assert run.stdout.split() == ["copy_rows" + OWN_SUFFIX, "row_sums" + OWN_SUFFIX]
+    cache, names = compile_like_a_child(tmp_path, {"wrapper_mod.py": WRAPPER, "library_mod.py": LIBRARY,
+                                                   "driver.py": WRAPPER_DRIVER}, "wrapper_mod.py")
+    assert names == ["copy_rows" + OWN_SUFFIX, "row_sums" + OWN_SUFFIX]
     identity = OwnKernelReader(str(tmp_path / "wrapper_mod.py"), cache, None).identity()
     assert identity.kernels == {"row_sums" + OWN_SUFFIX}
 
@@ -271,18 +272,9 @@ def test_a_kernel_whose_text_was_swapped_for_a_librarys_is_not_own(tmp_path):
     text: Triton compiles the library's code and writes the candidate's file name into every
     location. The judge reads the candidate's file itself: no code of it starts at those places.
     The same code written in the file (``own_copy``) is the candidate's."""
-    (tmp_path / "swapped_mod.py").write_text(SWAPPED)
-    (tmp_path / "library_mod.py").write_text(LIBRARY)
-    (tmp_path / "driver.py").write_text(SWAPPED_DRIVER)
-    cache = tmp_path / "triton"
-    env = {"PATH": "/usr/bin:/bin", "TRITON_CACHE_DIR": str(cache), "HOME": str(tmp_path),
-           "PYTHONPATH": str(Path(__file__).resolve().parents[2] / "src")}
-    run = subprocess.run([sys.executable, str(tmp_path / "driver.py"), str(tmp_path), str(tmp_path / "swapped_mod.py")],
-                         capture_output=True, text=True, env=env, timeout=280)
-    if run.returncode != 0 and "ptxas" in run.stderr:
-        pytest.skip(f"Triton cannot compile for sm_90 here: {run.stderr.strip().splitlines()[-1]}")
-    assert run.returncode == 0, run.stderr[-2000:]
-    assert run.stdout.split() == ["lib_copy" + OWN_SUFFIX, "own_copy" + OWN_SUFFIX]
+    cache, names = compile_like_a_child(tmp_path, {"swapped_mod.py": SWAPPED, "library_mod.py": LIBRARY,
+                                                   "driver.py": SWAPPED_DRIVER}, "swapped_mod.py")
+    assert names == ["lib_copy" + OWN_SUFFIX, "own_copy" + OWN_SUFFIX]
     swapped = next(m for m in cache.glob("*/lib_copy*.source"))
     assert "tt.store" in swapped.read_text() and str(tmp_path / "swapped_mod.py") in swapped.read_text()
     identity = OwnKernelReader(str(tmp_path / "swapped_mod.py"), cache, None).identity()
@@ -292,6 +284,9 @@ def test_a_kernel_whose_text_was_swapped_for_a_librarys_is_not_own(tmp_path):
     (tmp_path / "swapped_mod.py").write_text(LIBRARY.replace("lib_copy", "lib_kopy") * 2)
     assert as_scanned.identity().kernels == {"own_copy" + OWN_SUFFIX}
 
+
+# A do-nothing kernel whose compile a route below turns into a library kernel's binary.
+DECOY = "import triton\nimport triton.language as tl\n\n\n@triton.jit\ndef decoy(x_ptr, y_ptr, n, BLOCK: tl.constexpr):\n    pass\n"
 
 OVERRIDE_DRIVER = '''
 import sys
@@ -316,20 +311,9 @@ print(triton.compile(ASTSource(decoy_mod.decoy, sig, constexprs={"BLOCK": 128}),
 def test_a_kernel_whose_later_stage_came_from_a_file_is_not_own(tmp_path):
     """The ``ir_override`` launch option compiles a file's PTX in place of what the candidate's
     ``.source`` generates: the binary is the library's, the ``.source`` a do-nothing kernel's."""
-    (tmp_path / "decoy_mod.py").write_text(
-        "import triton\nimport triton.language as tl\n\n\n@triton.jit\n"
-        "def decoy(x_ptr, y_ptr, n, BLOCK: tl.constexpr):\n    pass\n")
-    (tmp_path / "library_mod.py").write_text(LIBRARY)
-    (tmp_path / "driver.py").write_text(OVERRIDE_DRIVER)
-    cache = tmp_path / "triton"
-    env = {"PATH": "/usr/bin:/bin", "TRITON_CACHE_DIR": str(cache), "HOME": str(tmp_path),
-           "PYTHONPATH": str(Path(__file__).resolve().parents[2] / "src")}
-    run = subprocess.run([sys.executable, str(tmp_path / "driver.py"), str(tmp_path), str(tmp_path / "decoy_mod.py")],
-                         capture_output=True, text=True, env=env, timeout=280)
-    if run.returncode != 0 and "ptxas" in run.stderr:
-        pytest.skip(f"Triton cannot compile for sm_90 here: {run.stderr.strip().splitlines()[-1]}")
-    assert run.returncode == 0, run.stderr[-2000:]
-    assert run.stdout.split() == ["decoy" + OWN_SUFFIX]
+    cache, names = compile_like_a_child(tmp_path, {"decoy_mod.py": DECOY, "library_mod.py": LIBRARY,
+                                                   "driver.py": OVERRIDE_DRIVER}, "decoy_mod.py")
+    assert names == ["decoy" + OWN_SUFFIX]
     decoy = next(m for m in cache.glob("*/decoy*.source"))
     assert "tt.store" not in decoy.read_text()  # what the judge reads of it does nothing
     assert OwnKernelReader(str(tmp_path / "decoy_mod.py"), cache, None).identity().kernels == frozenset()
@@ -368,20 +352,9 @@ def test_a_kernel_whose_later_stages_a_hook_replaced_is_not_own(tmp_path):
     """Triton's stage hook swaps the decoy's PTX for a library kernel's: the ``.source`` the judge
     reads is the decoy's own, the binary is not what it compiles to. The judge compiles the first
     stage again with the recorded options and compares the binaries; an honest kernel's are equal."""
-    (tmp_path / "decoy_mod.py").write_text(
-        "import triton\nimport triton.language as tl\n\n\n@triton.jit\n"
-        "def decoy(x_ptr, y_ptr, n, BLOCK: tl.constexpr):\n    pass\n")
-    (tmp_path / "library_mod.py").write_text(LIBRARY)
-    (tmp_path / "driver.py").write_text(HOOK_DRIVER)
-    cache = tmp_path / "triton"
-    env = {"PATH": "/usr/bin:/bin", "TRITON_CACHE_DIR": str(cache), "HOME": str(tmp_path),
-           "PYTHONPATH": str(Path(__file__).resolve().parents[2] / "src")}
-    run = subprocess.run([sys.executable, str(tmp_path / "driver.py"), str(tmp_path), str(tmp_path / "decoy_mod.py")],
-                         capture_output=True, text=True, env=env, timeout=280)
-    if run.returncode != 0 and "ptxas" in run.stderr:
-        pytest.skip(f"Triton cannot compile for sm_90 here: {run.stderr.strip().splitlines()[-1]}")
-    assert run.returncode == 0, run.stderr[-2000:]
-    assert run.stdout.split() == ["decoy" + OWN_SUFFIX]
+    cache, names = compile_like_a_child(tmp_path, {"decoy_mod.py": DECOY, "library_mod.py": LIBRARY,
+                                                   "driver.py": HOOK_DRIVER}, "decoy_mod.py")
+    assert names == ["decoy" + OWN_SUFFIX]
     decoy = next(cache.glob("*/decoy*.json"))
     assert "st.global" in decoy.with_suffix(".ptx").read_text()  # the library's copy, under the decoy's name
     assert OwnKernelReader(str(tmp_path / "decoy_mod.py"), cache, None).identity().kernels == frozenset()
