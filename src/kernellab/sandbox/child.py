@@ -519,10 +519,16 @@ _STORAGE, _OFFSET, _SIZE, _STRIDE = (torch.Tensor.untyped_storage, torch.Tensor.
 _DTYPE = torch._C.TensorBase.dtype.__get__
 
 
+def _layout(t: Any) -> tuple | None:
+    """What an input tensor is as handed to the candidate: its memory, offset, sizes, strides, dtype."""
+    if not isinstance(t, torch.Tensor):
+        return None
+    storage = _STORAGE(t)
+    return storage.data_ptr(), storage.nbytes(), _OFFSET(t), tuple(_SIZE(t)), tuple(_STRIDE(t)), _DTYPE(t)
+
+
 def _layouts(inputs: list[Any]) -> list[tuple | None]:
-    """What each input tensor is as handed to the candidate: its memory, offset, sizes, strides, dtype."""
-    return [(_STORAGE(t).data_ptr(), _STORAGE(t).nbytes(), _OFFSET(t), tuple(_SIZE(t)), tuple(_STRIDE(t)),
-             _DTYPE(t)) if isinstance(t, torch.Tensor) else None for t in inputs]
+    return [_layout(t) for t in inputs]
 
 
 def _inputs_kept(inputs: list[Any], layouts: list[tuple | None]) -> None:
@@ -530,7 +536,7 @@ def _inputs_kept(inputs: list[Any], layouts: list[tuple | None]) -> None:
     tensors it handed over: a call that resizes one, or points it at other memory (``resize_``,
     ``set_``), would have the judge compare what it chose, or feed the next call a marker."""
     for j, (t, layout) in enumerate(zip(inputs, layouts)):
-        if layout is not None and _layouts([t])[0] != layout:
+        if layout is not None and _layout(t) != layout:
             raise plain.OutputContractError(f"the call changed the size, strides or memory of input {j} "
                                             f"(an input is read, or updated in place, as it was handed over)")
 
