@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 import textwrap
 import time
 from pathlib import Path
@@ -335,3 +337,28 @@ def test_the_candidates_process_writes_only_in_its_own_folder(server, tmp_path):
     assert judge_file.read_text() == "honest"
     log = (tmp_path / "mapper.log").read_text()
     assert "CapEff=0000000000000000" in log and "device refused" in log, log  # no privileges either
+
+
+def test_confinement_leaves_a_process_its_own_proc_folder_only(tmp_path):
+    """CUDA's start writes in the process's own ``/proc/<pid>`` (without it: error 304, "OS call
+    failed"); another process's folder (its ``mem``, a judge's) stays refused."""
+    code = textwrap.dedent(f"""
+        import os, sys
+        from kernellab.sandbox.confine import confine_writes
+        why = confine_writes([{str(tmp_path)!r}])
+        if why:
+            print("unconfined:", why)
+            sys.exit(0)
+        os.close(os.open("/proc/self/comm", os.O_WRONLY))
+        os.close(os.open(f"/proc/{{os.getpid()}}/task/{{os.getpid()}}/comm", os.O_WRONLY))
+        try:
+            os.open("/proc/{os.getpid()}/comm", os.O_WRONLY)
+            print("judge's folder written")
+        except PermissionError:
+            print("judge's folder refused")
+    """)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    if out.stdout.startswith("unconfined:"):
+        pytest.skip(out.stdout)
+    assert out.stdout.strip() == "judge's folder refused"

@@ -12,6 +12,9 @@ refuses them all instead:
   folder and compile caches; no device nodes made there) and on the device files a GPU process needs
   (``/dev/nvidia*``, ``/dev/null``, ``/dev/shm``): a block device is every file of its filesystem,
   and a terminal takes typed input (``TIOCSTI``);
+- its own ``/proc/<pid>`` folder (threads included): CUDA's initialisation writes there and fails
+  with "OS call failed" (error 304) without it (seen on an H100 host), while another process's
+  ``/proc/<pid>/mem`` and ``/proc/sys`` stay out of reach;
 - no capabilities, now or after an ``exec``: a judge run as root would otherwise hand its child
   ``CAP_SYS_ADMIN``, ``CAP_MKNOD``, ``CAP_SYS_PTRACE``.
 
@@ -79,7 +82,7 @@ def confine_writes(writable: list[str]) -> str | None:
     if ruleset < 0:
         return f"Landlock refused the ruleset ({os.strerror(ctypes.get_errno())})"
     try:
-        rules = [(path, own) for path in dict.fromkeys(writable)]
+        rules = [(path, own) for path in dict.fromkeys([*writable, f"/proc/{os.getpid()}"])]
         # Folders among them (shm, MIG's capability nodes): no nodes made there, the GPU's driven.
         rules += [(path, own | (handled & _IOCTL_DEV) if os.path.isdir(path) else file_rights)
                   for pattern in DEVICES for path in sorted(glob.glob(pattern))]
