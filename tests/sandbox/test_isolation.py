@@ -362,3 +362,27 @@ def test_confinement_leaves_a_process_its_own_proc_folder_only(tmp_path):
     if out.stdout.startswith("unconfined:"):
         pytest.skip(out.stdout)
     assert out.stdout.strip() == "judge's folder refused"
+
+
+def test_an_import_by_the_candidate_writes_no_bytecode(server, tmp_path):
+    """A module the candidate imports whose bytecode is not cached yet (a fresh install, a fresh
+    checkout) must not make the import a file write from the candidate's call: the child writes no
+    bytecode, whatever the fork server's interpreter read from its own environment."""
+    library = tmp_path / "library"
+    library.mkdir()
+    (library / "fresh_helper.py").write_text("def plus_one(x):\n    return x + 1\n")
+    child = spawn(server, tmp_path, "importer")
+    try:
+        child.request("import", 30, path=write(tmp_path, "importer", f"""
+            import sys
+            sys.path.insert(0, {str(library)!r})
+            import fresh_helper
+            import torch
+
+            class ModelNew(torch.nn.Module):
+                def forward(self, x):
+                    return fresh_helper.plus_one(x)
+        """))
+    finally:
+        child.close()
+    assert not (library / "__pycache__").exists()

@@ -684,6 +684,9 @@ def main(fd: int, spec: dict[str, Any]) -> int:
     os.dup2(null_in, 0)
     os.environ.clear()
     os.environ.update(spec["env"])
+    # No bytecode caches: an import would write one from the candidate's call (the guard's business),
+    # and the fork server's interpreter read PYTHONDONTWRITEBYTECODE before this child's env existed.
+    sys.dont_write_bytecode = True
     tempfile.tempdir = None  # recomputed from this child's TMPDIR, never a folder the fork server chose
     tempfile.gettempdir()  # now, by the harness: finding it writes a probe file (no candidate on the stack)
     # Before anything starts a thread (CUDA, a pool): Landlock confines this thread and what it starts.
