@@ -124,14 +124,11 @@ _FRAME_CONSUMERS = ("typing", "typing_extensions", "collections", "enum", "loggi
                     "torch._library")
 
 
-# The harness's own op log: it looks at the issuing frame of each interpreted load and store to tell
-# the interpreter's ops from the candidate's, and keeps nothing of it.
-_OP_LOG = os.path.join(os.path.dirname(os.path.abspath(__file__)), "evidence.py")
-
-
 def frame_consumers() -> tuple[str, ...]:
-    """The files (a package: its directory) of the loaded ``_FRAME_CONSUMERS``, and the op log."""
-    found = [_OP_LOG]
+    """The files (a package: its directory) of the loaded ``_FRAME_CONSUMERS``, and the harness's own
+    op log (``evidence.py``), which looks at the issuing frame of each op to tell the interpreter's
+    ops from the candidate's and keeps nothing of it."""
+    found = [os.path.join(os.path.dirname(os.path.abspath(__file__)), "evidence.py")]
     for name in _FRAME_CONSUMERS:
         module = sys.modules.get(name)
         path = getattr(module, "__file__", None)
@@ -166,7 +163,6 @@ def arm() -> Guard:
                                                     logging.currentframe) if isinstance(f, types.FunctionType)),
         "importlib_files": frozenset({"<frozen importlib._bootstrap>", "<frozen importlib._bootstrap_external>"}),
         "consumers": frame_consumers(),
-        "op_log": _OP_LOG,
         "timing_modules": integrity.TIMING_MODULES,
         "loaded": frozenset(sys.modules),
         "armed_ns": time.time_ns(),
@@ -215,7 +211,7 @@ def _make_policy(cfg):  # noqa: C901 - one sealed closure on purpose: its helper
     frame_events, graph_events, memory_events = cfg["frame_events"], cfg["graph_events"], cfg["memory_events"]
     file_changes, compile_codes, triton_compile_file = cfg["file_changes"], cfg["compile_codes"], \
         cfg["triton_compile_file"]
-    consumers, op_log = cfg["consumers"], cfg["op_log"]
+    consumers = cfg["consumers"]
     importlib_files, timing_modules, loaded = cfg["importlib_files"], cfg["timing_modules"], cfg["loaded"]
     getframe, get_ident, write, exit_, stat = cfg["getframe"], cfg["get_ident"], cfg["write"], cfg["exit"], cfg["stat"]
     function_type, module_type, code_type = cfg["function_type"], cfg["module_type"], cfg["code_type"]
@@ -366,8 +362,6 @@ def _make_policy(cfg):  # noqa: C901 - one sealed closure on purpose: its helper
             frame = by_candidate(caller)
             if frame is not None:
                 breach(escape, "takes a frame of the call stack (" + what + ")", frame)
-            if caller is not None and caller.f_code.co_filename == op_log:
-                return  # the harness's op log, at every interpreted load: it hands no frame on
             frame = candidate_on_stack(caller)
             if frame is not None:
                 if not consumer_between(caller):
