@@ -158,6 +158,20 @@ REACHES = {
                         "process_escape", "writes a file through"),
     "own_write": ("import builtins\n", "vars(builtins)['op' 'en']('/dev/null', 'w').close()", "process_escape",
                   "writes a file (open)"),
+    # The op log's globals, reached through its torch-function mode, rebound for one host read (the
+    # op log then hands the candidate's function a frame of the harness) and restored at once: the
+    # op log taking a frame is a library taking one, and is checked there.
+    "op_log_globals": ("import torch\nfrom torch.overrides import _get_current_function_mode_stack as stack\n"
+                       "def grab():\n"
+                       "    mode = [m for m in stack() if type(m).__name__ == '_HostReads'][0]\n"
+                       "    g = type(mode).__torch_function__.__globals__\n"
+                       "    original = g['_issuer']\n"
+                       "    g['_issuer'] = lambda frame, through_torch: original(frame, through_torch)\n"
+                       "    try:\n"
+                       "        torch.zeros(1).tolist()\n"
+                       "    finally:\n"
+                       "        g['_issuer'] = original\n",
+                       "grab()", "process_escape", "_issuer was rebound"),
 }
 
 
