@@ -364,6 +364,36 @@ def test_confinement_leaves_a_process_its_own_proc_folder_only(tmp_path):
     assert out.stdout.strip() == "judge's folder refused"
 
 
+def test_a_process_the_candidate_starts_cannot_open_the_childs_memory(server, tmp_path):
+    """The child's own ``/proc/<pid>`` is writable for CUDA's sake, and so for every process in its
+    Landlock domain: a process the candidate starts (nothing forbids one without a policy) could
+    rewrite the child's memory through ``mem`` (a function in a module's dictionary, swapped in
+    place where no Python check looks). The child is non-dumpable before the candidate runs: its
+    ``mem`` and ``environ`` are refused to every other process, even one running as root."""
+    child = spawn(server, tmp_path, "memory_writer")
+    probe = ("import os, sys\n"
+             "for name, mode in (('mem', 'r+b'), ('environ', 'rb')):\n"
+             "    try:\n"
+             "        open(f'/proc/{os.getppid()}/{name}', mode).close()\n"
+             "        print(name, 'opened')\n"
+             "    except OSError as exc:\n"
+             "        print(name, 'refused', type(exc).__name__)\n")
+    try:
+        with pytest.raises(CandidateError) as raised:
+            child.request("import", 60, path=write(tmp_path, "memory_writer", f"""
+                import subprocess, sys
+                out = subprocess.run([sys.executable, "-c", {probe!r}], capture_output=True, text=True)
+                raise RuntimeError("PROBE " + " / ".join(out.stdout.split("\\n")) + out.stderr[-300:])
+            """))
+    finally:
+        child.close()
+    if child.unconfined:
+        pytest.skip(child.unconfined)
+    message = str(raised.value)
+    assert "PROBE" in message, message
+    assert "mem refused PermissionError" in message and "environ refused PermissionError" in message, message
+
+
 def test_an_import_by_the_candidate_writes_no_bytecode(server, tmp_path):
     """A module the candidate imports whose bytecode is not cached yet (a fresh install, a fresh
     checkout) must not make the import a file write from the candidate's call: the child writes no

@@ -28,7 +28,7 @@ from torch.profiler import ProfilerActivity, profile  # not imported per request
 
 from kernellab.sandbox import guard as sandbox_guard
 from kernellab.sandbox import plain, round_clock  # bind the timers before candidate code runs
-from kernellab.sandbox.confine import confine_writes
+from kernellab.sandbox.confine import confine_writes, seal_memory
 from kernellab.sandbox.candidate_module import load_candidate
 from kernellab.sandbox.channel import Channel, ChannelClosed, ProtocolError
 from kernellab.sandbox.concealment import detached
@@ -696,6 +696,10 @@ def main(fd: int, spec: dict[str, Any]) -> int:
     channel = Channel.from_fd(fd)
     try:
         harness = Harness(spec)
+        # CUDA is up (its start writes in this process's /proc folder): from here no other process,
+        # one the candidate starts included, opens this one's memory.
+        unsealed = seal_memory()
+        unconfined = "; ".join(why for why in (unconfined, unsealed) if why) or None
         # Armed once the harness exists and before any candidate code: from here on the candidate
         # cannot reach the harness, and what it could rebind is verified around every request.
         harness.guard = sandbox_guard.arm()

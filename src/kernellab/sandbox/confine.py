@@ -14,7 +14,11 @@ refuses them all instead:
   and a terminal takes typed input (``TIOCSTI``);
 - its own ``/proc/<pid>`` folder (threads included): CUDA's initialisation writes there and fails
   with "OS call failed" (error 304) without it (seen on an H100 host), while another process's
-  ``/proc/<pid>/mem`` and ``/proc/sys`` stay out of reach;
+  ``/proc/<pid>/mem`` and ``/proc/sys`` stay out of reach. The rule holds for every process in the
+  same Landlock domain, so a process the candidate starts could write this one's ``mem`` through it
+  (rewriting a function in a module's dictionary in place, which no Python check sees):
+  ``seal_memory`` makes the process non-dumpable once CUDA is up, and the kernel then lets only a
+  process with ``CAP_SYS_PTRACE`` (none here, below) open its ``mem``, ``environ``, ``fd`` or attach;
 - no capabilities, now or after an ``exec``: a judge run as root would otherwise hand its child
   ``CAP_SYS_ADMIN``, ``CAP_MKNOD``, ``CAP_SYS_PTRACE``.
 
@@ -37,6 +41,7 @@ _CAPSET = {"x86_64": 126, "aarch64": 91}
 _CREATE_RULESET_VERSION = 1
 _RULE_PATH_BENEATH = 1
 _PR_SET_NO_NEW_PRIVS, _PR_CAPBSET_DROP, _PR_CAP_AMBIENT, _PR_CAP_AMBIENT_CLEAR_ALL = 38, 24, 47, 4
+_PR_SET_DUMPABLE, _PR_GET_DUMPABLE = 4, 3
 _WRITE_FILE, _REMOVE_DIR, _REMOVE_FILE = 1 << 1, 1 << 4, 1 << 5
 _MAKE_CHAR, _MAKE_BLOCK = 1 << 6, 1 << 11
 _MAKE = sum(1 << b for b in range(6, 13))  # char, dir, reg, sock, fifo, block, sym
@@ -122,4 +127,20 @@ def _drop_capabilities(libc, syscall) -> str | None:
     header, data = _CapHeader(0x20080522, 0), (_CapData * 2)()  # _LINUX_CAPABILITY_VERSION_3
     if syscall(_CAPSET[platform.machine()], ctypes.byref(header), ctypes.byref(data)) != 0:
         return f"capabilities could not be dropped ({os.strerror(ctypes.get_errno())})"
+    return None
+
+
+def seal_memory() -> str | None:
+    """No other process may read or write this one's memory: non-dumpable, its ``/proc/<pid>`` files
+    (``mem``, ``environ``, ``fd``, ``maps``) and ``ptrace``/``process_vm_writev`` need
+    ``CAP_SYS_PTRACE``, which no process started from a confined child holds (the bounding set is
+    empty), even as root. The process itself keeps its own ``/proc/self``. Called after CUDA is up
+    (on a non-root account its ``/proc`` files become root's) and before any candidate code runs;
+    the flag passes to every process it forks, and only a ``prctl`` in this process clears it.
+    Returns None once sealed, or why it was not."""
+    if platform.system() != "Linux":
+        return f"memory not sealed on {platform.system()}"
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.prctl(_PR_SET_DUMPABLE, 0, 0, 0, 0) != 0 or libc.prctl(_PR_GET_DUMPABLE, 0, 0, 0, 0) != 0:
+        return f"the process could not be made non-dumpable ({os.strerror(ctypes.get_errno())})"
     return None
