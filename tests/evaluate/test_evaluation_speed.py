@@ -6,6 +6,7 @@ it received mapped without ever sending the judge's own memory back.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -207,3 +208,40 @@ def test_cases_used_once_per_evaluation_are_evicted_before_the_others(tmp_path):
         session.case(config, "float32", 5, once=True)  # a hit keeps it at the evicted end
         assert [k[2] for k in session._cases] == [5, 4, 2]
         assert session.case(config, "float32", 1) is not first  # evicted earlier: built again
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+def test_an_own_triton_kernel_stays_own_after_a_torch_compile_baseline_in_the_judge():
+    """The judge compiles each own Triton kernel again and compares binaries. Inductor points
+    TRITON_PTXAS_PATH at torch's ptxas at its first compile in the judge (the torch.compile baseline),
+    and the same kernel assembled by another ptxas is another binary: every candidate after the first
+    was refused its own kernels ("no kernel of the candidate ran"). The judge holds one ptxas."""
+    from kernellab.evaluate.session import EvalSession
+
+    options = EvalOptions(compile_baseline=True, timing_budget_s=0.1, timing_max_samples=20)
+    with EvalSession(load_task(VECTOR_ADD), options) as session:
+        first = session.evaluate(GOOD_ADD)
+        second = session.evaluate(GOOD_ADD)
+    assert first.status.value == "passed", first.error
+    assert second.status.value == "passed", second.error
+
+
+def test_the_judge_holds_one_ptxas_for_itself_and_its_children(monkeypatch):
+    """Inductor sets TRITON_PTXAS_PATH only where it is unset: once held, its first compile leaves it,
+    and the children get that same path."""
+    pytest.importorskip("triton")
+    from kernellab.sandbox import forkserver
+
+    monkeypatch.setenv("TRITON_PTXAS_PATH", "")  # restored (to unset, if so) after the test
+    monkeypatch.delenv("TRITON_PTXAS_PATH")
+    monkeypatch.setitem(forkserver._AT_START, "TRITON_PTXAS_PATH", None)
+    forkserver.hold_ptxas()
+    held = os.environ.get("TRITON_PTXAS_PATH")
+    if held is None:
+        pytest.skip("no ptxas in this Triton")
+    from torch._inductor.runtime.compile_tasks import _set_triton_ptxas_path
+
+    _set_triton_ptxas_path()
+    assert os.environ["TRITON_PTXAS_PATH"] == held == forkserver.kept_env()["TRITON_PTXAS_PATH"]
+    assert Path(held).is_file()

@@ -356,12 +356,17 @@ def test_confinement_leaves_a_process_its_own_proc_folder_only(tmp_path):
             print("judge's folder written")
         except PermissionError:
             print("judge's folder refused")
+        try:  # the judge's environment (a campaign's API keys): Landlock's ptrace rule, not the write rule
+            open("/proc/{os.getpid()}/environ", "rb").close()
+            print("judge's environment read")
+        except PermissionError:
+            print("judge's environment refused")
     """)
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
     if out.stdout.startswith("unconfined:"):
         pytest.skip(out.stdout)
-    assert out.stdout.strip() == "judge's folder refused"
+    assert out.stdout.split("\n")[:2] == ["judge's folder refused", "judge's environment refused"], out.stdout
 
 
 def test_a_process_the_candidate_starts_cannot_open_the_childs_memory(server, tmp_path):

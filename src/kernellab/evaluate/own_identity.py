@@ -36,6 +36,7 @@ interpreter ran comes from the candidate's file (``sandbox.evidence.new_launch_l
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import logging
@@ -44,7 +45,8 @@ import re
 import shutil
 import subprocess
 import tempfile
-from collections.abc import Iterable
+import threading
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -95,9 +97,12 @@ class OwnKernelReader:
 
     def __init__(self, candidate_file: str, triton_cache: str | os.PathLike[str] | None,
                  extensions: str | os.PathLike[str] | None, source_cuda_names: Iterable[str] = (),
-                 candidate_source: str | None = None):
-        """``candidate_source``: the candidate's text as the judge read it (default: the file now)."""
+                 candidate_source: str | None = None, compile_env: Mapping[str, str] | None = None):
+        """``candidate_source``: the candidate's text as the judge read it (default: the file now).
+        ``compile_env``: the environment the child compiled in (its ``TRITON_*`` variables are the
+        ones a rebuild runs with; default: the judge's own)."""
         self.candidate_file = str(candidate_file)
+        self.compile_env = dict(compile_env) if compile_env is not None else None
         self._code_places = code_places(candidate_source if candidate_source is not None
                                         else _read_text(self.candidate_file))
         self.triton_cache = Path(triton_cache) if triton_cache else None
@@ -148,7 +153,7 @@ class OwnKernelReader:
         except OSError:
             return False  # no binary for this GPU: nothing of it can have run here
         try:
-            return rebuilt_binary(meta.with_suffix(".source"), metadata) == cached
+            return rebuilt_binary(meta.with_suffix(".source"), metadata, self.compile_env) == cached
         except Exception as exc:  # noqa: BLE001 - Triton's own errors: then no proof, not own
             self._note(f"a Triton kernel could not be compiled again from its first stage ({type(exc).__name__}: "
                        f"{str(exc)[:120]}): not counted as the candidate's")
@@ -351,9 +356,15 @@ def cuobjdump() -> str | None:
         return None
 
 
-def rebuilt_binary(first_stage: Path, metadata: dict) -> bytes:
+def rebuilt_binary(first_stage: Path, metadata: dict, compile_env: Mapping[str, str] | None = None) -> bytes:
     """The binary Triton's backend makes, here, of a compile's first stage (``.source``) with the
-    options and target its metadata records: each later stage as ``triton.compile`` runs it."""
+    options and target its metadata records: each later stage as ``triton.compile`` runs it, under
+    the ``TRITON_*`` variables of ``compile_env`` (the child's) where given. The judge's own may
+    differ from the child's: Inductor points ``TRITON_PTXAS_PATH`` at torch's ptxas once the judge
+    has compiled a ``torch.compile`` baseline, and another ptxas makes another binary."""
+    if compile_env is not None:
+        with _triton_environment(compile_env):
+            return rebuilt_binary(first_stage, metadata)
     import dataclasses
 
     from triton._C.libtriton import ir
@@ -378,6 +389,30 @@ def rebuilt_binary(first_stage: Path, metadata: dict) -> bytes:
     for stage in stages.values():
         module = stage(module, made)
     return bytes(module)
+
+
+_ENVIRONMENT = threading.Lock()
+
+
+@contextlib.contextmanager
+def _triton_environment(env: Mapping[str, str]):
+    """The judge's ``TRITON_*`` variables as ``env`` has them (absent where it lacks them) for the
+    duration: Triton reads them at each compile step. The cache folder stays the judge's (a rebuild
+    runs each stage itself and reads no cache)."""
+    def compile_vars(variables: Mapping[str, str]) -> dict[str, str]:
+        return {k: v for k, v in variables.items() if k.startswith("TRITON_") and k != "TRITON_CACHE_DIR"}
+
+    with _ENVIRONMENT:
+        saved, wanted = compile_vars(os.environ), compile_vars(env)
+        try:
+            for key in saved.keys() - wanted.keys():
+                del os.environ[key]
+            os.environ.update(wanted)
+            yield
+        finally:
+            for key in wanted.keys() - saved.keys():
+                os.environ.pop(key, None)
+            os.environ.update(saved)
 
 
 @functools.lru_cache(maxsize=64)

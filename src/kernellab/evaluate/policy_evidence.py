@@ -34,7 +34,7 @@ def own_identity(ctx) -> OwnIdentity:
         env = child.spec.env
         cuda = ctx.scan.own_kernels.cuda if ctx.scan is not None else ()
         reader = OwnKernelReader(str(ctx.path), env.get("TRITON_CACHE_DIR"), env.get("TORCH_EXTENSIONS_DIR"), cuda,
-                                 candidate_source=ctx.source)
+                                 candidate_source=ctx.source, compile_env=env)
         _READERS[child] = reader
     identity = reader.identity()
     for note in identity.notes:

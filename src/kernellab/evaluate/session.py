@@ -28,7 +28,7 @@ from kernellab.evaluate.machine_fit import require_fit, require_judged
 from kernellab.evaluate.options import EvalOptions, Resolved, resolve
 from kernellab.evaluate.reference import Case, add_precision_probes, build_case, case_nbytes
 from kernellab.evaluate.verdict import Mode, Stage, Status, Verdict
-from kernellab.sandbox.forkserver import ForkServer, kept_env, server_env, shared_server
+from kernellab.sandbox.forkserver import ForkServer, hold_ptxas, kept_env, server_env, shared_server
 from kernellab.tasks.materialize import Problem, load_problem
 from kernellab.tasks.model import Config, Task, TaskError, Visibility
 
@@ -57,6 +57,8 @@ class EvalSession:
         self.options = options or EvalOptions()
         self.resolved: Resolved = resolve(task, self.options, torch.cuda.is_available())
         self.device = self.resolved.device
+        if self.device == "cuda":
+            hold_ptxas()  # before the fork server's environment is taken and any baseline compiles
         # The fork server imports torch and triton (seconds): it starts now and the first candidate
         # waits for it, so a cold evaluation spends that time on the judge's own start (its CUDA
         # context, the first reference case) instead of one after the other.

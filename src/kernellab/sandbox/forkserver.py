@@ -149,6 +149,25 @@ _WRITTEN_BY_TORCH = ("TRITON_PTXAS_PATH",)
 _AT_START = {k: os.environ.get(k) for k in _WRITTEN_BY_TORCH}
 
 
+def hold_ptxas() -> None:
+    """One ptxas for the judge and its children, from now on: Triton's own where the judge was started
+    without ``TRITON_PTXAS_PATH``, set before Inductor's first compile would point it at torch's. The
+    judge compiles each own Triton kernel of a candidate again and compares binaries; another ptxas
+    (and Triton's per-process cache of its version) makes another binary, and every candidate after
+    the first ``torch.compile`` baseline was refused its own kernels (seen on an H200)."""
+    if os.environ.get("TRITON_PTXAS_PATH") is not None:
+        return
+    try:
+        from triton import knobs
+
+        path = knobs.nvidia.ptxas.path
+    except Exception:  # noqa: BLE001 - no Triton, an older layout, or no ptxas: nothing to hold
+        return
+    os.environ["TRITON_PTXAS_PATH"] = path
+    if _AT_START.get("TRITON_PTXAS_PATH") is None:
+        _AT_START["TRITON_PTXAS_PATH"] = path
+
+
 def kept_env(extra: tuple[str, ...] = ()) -> dict[str, str]:
     """What of the judge's environment a fork server and its children get (``ENV_KEEP`` and
     ``extra``): the values now, except those torch writes itself, which keep the judge's first ones."""
