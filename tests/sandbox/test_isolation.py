@@ -399,6 +399,49 @@ def test_a_process_the_candidate_starts_cannot_open_the_childs_memory(server, tm
     assert "mem refused PermissionError" in message and "environ refused PermissionError" in message, message
 
 
+def test_no_code_in_the_child_opens_its_own_memory_for_writing(server, tmp_path):
+    """CUDA needs the child's own ``/proc/<pid>`` writable while it starts (it names its threads
+    there), and that folder holds ``mem``: a finalizer the collector runs from the harness's frames
+    (no frame of the candidate's on the stack, so the guard blames nobody) opened it read-write, and
+    the candidate rewrote a function in a module's dictionary in place on its next call. Once CUDA is
+    up the child confines itself again without that folder: the open is refused by the kernel."""
+    child = spawn(server, tmp_path, "own_memory")
+    try:
+        child.request("import", 60, path=write(tmp_path, "own_memory_plant", """
+            import os, weakref
+
+            class Cycle:
+                pass
+
+            c = Cycle()
+            c.me = c
+            weakref.finalize(c, os.open, "/proc/self/mem", os.O_RDWR)
+            del c
+            JUNK = [[] for _ in range(5000)]  # kept: the collector runs as soon as the harness allocates
+
+            class ModelNew:
+                pass
+        """))
+        with pytest.raises(CandidateError) as raised:
+            child.request("import", 60, path=write(tmp_path, "own_memory_find", """
+                import os
+                found = []
+                for name in os.listdir("/proc/self/fd"):
+                    try:
+                        if os.readlink("/proc/self/fd/" + name).endswith("/mem"):
+                            found.append(name)
+                    except OSError:
+                        pass
+                raise RuntimeError("FOUND " + repr(found))
+            """))
+    finally:
+        child.close()
+    if child.unconfined:
+        pytest.skip(child.unconfined)
+    assert "FOUND []" in str(raised.value), str(raised.value)
+    assert "PermissionError: [Errno 13] Permission denied: '/proc/self/mem'" in (tmp_path / "own_memory.log").read_text()
+
+
 def test_an_import_by_the_candidate_writes_no_bytecode(server, tmp_path):
     """A module the candidate imports whose bytecode is not cached yet (a fresh install, a fresh
     checkout) must not make the import a file write from the candidate's call: the child writes no

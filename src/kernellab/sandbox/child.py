@@ -164,6 +164,8 @@ class Harness:
         torch.backends.cudnn.allow_tf32 = tf32
         if self.device == "cuda":
             torch.cuda.init()
+            torch.zeros(1, device="cuda").add_(1)  # the context and its threads, named now
+            _stop_profiler(_start_profiler())  # CUPTI's threads too
             fraction = spec.get("memory_fraction")
             if fraction:
                 torch.cuda.set_per_process_memory_fraction(float(fraction))
@@ -690,16 +692,19 @@ def main(fd: int, spec: dict[str, Any]) -> int:
     tempfile.tempdir = None  # recomputed from this child's TMPDIR, never a folder the fork server chose
     tempfile.gettempdir()  # now, by the harness: finding it writes a probe file (no candidate on the stack)
     # Before anything starts a thread (CUDA, a pool): Landlock confines this thread and what it starts.
-    unconfined = confine_writes([spec["env"][k] for k in _WRITABLE if spec["env"].get(k)])
+    writable = [spec["env"][k] for k in _WRITABLE if spec["env"].get(k)]
+    unconfined = confine_writes(writable)
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
     faulthandler.enable(file=sys.stderr)
     channel = Channel.from_fd(fd)
     try:
         harness = Harness(spec)
-        # CUDA is up (its start writes in this process's /proc folder): from here no other process,
+        # CUDA is up, with the threads it names by writing this process's /proc folder (its context
+        # and the profiler's): from here nothing writes that folder's ``mem``, and no other process,
         # one the candidate starts included, opens this one's memory.
         unsealed = seal_memory()
-        unconfined = "; ".join(why for why in (unconfined, unsealed) if why) or None
+        reconfined = confine_writes(writable, own_proc=False) if unconfined is None else None
+        unconfined = "; ".join(why for why in (unconfined, unsealed, reconfined) if why) or None
         # Armed once the harness exists and before any candidate code: from here on the candidate
         # cannot reach the harness, and what it could rebind is verified around every request.
         harness.guard = sandbox_guard.arm()

@@ -12,13 +12,14 @@ refuses them all instead:
   folder and compile caches; no device nodes made there) and on the device files a GPU process needs
   (``/dev/nvidia*``, ``/dev/null``, ``/dev/shm``): a block device is every file of its filesystem,
   and a terminal takes typed input (``TIOCSTI``);
-- its own ``/proc/<pid>`` folder (threads included): CUDA's initialisation writes there and fails
-  with "OS call failed" (error 304) without it (seen on an H100 host), while another process's
-  ``/proc/<pid>/mem`` and ``/proc/sys`` stay out of reach. The rule holds for every process in the
-  same Landlock domain, so a process the candidate starts could write this one's ``mem`` through it
-  (rewriting a function in a module's dictionary in place, which no Python check sees):
-  ``seal_memory`` makes the process non-dumpable once CUDA is up, and the kernel then lets only a
-  process with ``CAP_SYS_PTRACE`` (none here, below) open its ``mem``, ``environ``, ``fd`` or attach;
+- its own ``/proc/<pid>`` folder, until CUDA is up: CUDA names its threads by writing
+  ``/proc/self/task/<tid>/comm`` and its initialisation fails with "OS call failed" (error 304)
+  without it (seen on an H100 host). That folder also holds the process's ``mem``: once CUDA is up
+  (and before any candidate code), the child confines itself again without it, so no code in the
+  process (a finalizer the collector runs from the harness's frames included) and no process it
+  starts writes its memory through ``/proc``. ``seal_memory`` also makes the process non-dumpable:
+  the kernel then lets only a process with ``CAP_SYS_PTRACE`` (none here, below) open its ``mem``,
+  ``environ``, ``fd`` or attach. Another process's ``/proc/<pid>`` and ``/proc/sys`` stay out of reach;
 - no capabilities, now or after an ``exec``: a judge run as root would otherwise hand its child
   ``CAP_SYS_ADMIN``, ``CAP_MKNOD``, ``CAP_SYS_PTRACE``.
 
@@ -67,9 +68,11 @@ class _CapData(ctypes.Structure):
     _fields_ = [("effective", ctypes.c_uint32), ("permitted", ctypes.c_uint32), ("inheritable", ctypes.c_uint32)]
 
 
-def confine_writes(writable: list[str]) -> str | None:
-    """Allow this process (and what it starts) to write only beneath ``writable`` and on ``DEVICES``,
-    and drop its capabilities. Returns None once confined, or why it was not (fully)."""
+def confine_writes(writable: list[str], own_proc: bool = True) -> str | None:
+    """Allow this process (and what it starts) to write only beneath ``writable`` and on ``DEVICES``
+    (and its own ``/proc/<pid>`` with ``own_proc``), and drop its capabilities. Returns None once
+    confined, or why it was not (fully). Called again, it confines further: Landlock's rulesets
+    stack, and a write must pass every one."""
     if platform.system() != "Linux" or platform.machine() not in _CAPSET:
         return f"no Landlock on {platform.system()} {platform.machine()}"
     libc = ctypes.CDLL(None, use_errno=True)
@@ -87,7 +90,7 @@ def confine_writes(writable: list[str]) -> str | None:
     if ruleset < 0:
         return f"Landlock refused the ruleset ({os.strerror(ctypes.get_errno())})"
     try:
-        rules = [(path, own) for path in dict.fromkeys([*writable, f"/proc/{os.getpid()}"])]
+        rules = [(path, own) for path in dict.fromkeys([*writable, *([f"/proc/{os.getpid()}"] if own_proc else [])])]
         # Folders among them (shm, MIG's capability nodes): no nodes made there, the GPU's driven.
         rules += [(path, own | (handled & _IOCTL_DEV) if os.path.isdir(path) else file_rights)
                   for pattern in DEVICES for path in sorted(glob.glob(pattern))]
