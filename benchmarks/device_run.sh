@@ -7,6 +7,7 @@
 #   the suite on all configs, one ~10-minute call per shard:  validate1 .. validate4, selfcheck1 .. selfcheck4
 #   the search agent improving the suite's Triton baselines:  search (keep-revert), evolve
 #   evaluators side by side (carry .external/, see docs/side_by_side.md):  sidebyside
+#   what CUDA writes in its own /proc folder, and CUDA in a non-dumpable process (root and uid 65534):  memory
 set -u
 export PYTHONPATH="$PWD/src${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1
 export KERNELLAB_CACHE_DIR="${KERNELLAB_CACHE_DIR:-/tmp/kernellab-cache}"
@@ -44,6 +45,13 @@ for step in $steps; do
     evolve) timeout 300 python benchmarks/search_baselines.py --strategy evolve --max-proposals 6 --total-time 240 \
               --time-per-task 60 --tasks matmul/matmul_nt,fusion/softcap_softmax,optimizer/lion,matmul/gram_matrix \
               --keep "$RES/evolve_solves" --out "$RES/search_evolve.json" ;;
+    memory) gcc -shared -fPIC -O1 -o /tmp/proc_writes.so benchmarks/probes/proc_writes.c -ldl \
+              && LD_PRELOAD=/tmp/proc_writes.so python -c "import torch; print(torch.randn(4, device='cuda').sum().item())"
+            nobody="setpriv --reuid=65534 --regid=65534 --clear-groups env HOME=/tmp/nb KERNELLAB_CACHE_DIR=/tmp/nb/cache"
+            mkdir -p /tmp/nb && chown 65534:65534 /tmp/nb && chmod -R a+rX "$PWD" 2>/dev/null
+            for v in before afterinit aftertensor; do V=$v python benchmarks/probes/seal_probe.py; V=$v $nobody python benchmarks/probes/seal_probe.py; done
+            $nobody python -m kernellab.cli.main eval --task tests/adversarial/tasks/vector_add --no-sanitize --configs seen \
+              --candidate tests/adversarial/candidates/vector_add/cuda_add.py ;;
     sidebyside) timeout 560 python benchmarks/evaluators_side_by_side.py --kernelbench .external/KernelBench \
                   --autokernel .external/autokernel --out "$RES/side_by_side.json" ;;
   esac > "$RES/$step.log" 2>&1
