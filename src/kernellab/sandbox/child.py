@@ -47,6 +47,7 @@ _audit = sys.audit  # the guard's quick check after each candidate call (sandbox
 _CALL_RETURNED = sandbox_guard.CALL_RETURNED
 # Bound before any candidate code runs: a timing round turns the cyclic collector off with these.
 _gc_disable, _gc_enable, _gc_isenabled = gc.disable, gc.enable, gc.isenabled
+_fstat, _write, _exit = os.fstat, os.write, os._exit
 # The tensor and module methods the harness calls on what the candidate holds, taken from their
 # classes before any candidate code runs. A plain tensor has an instance ``__dict__``: ``y.detach =
 # f`` overrides the method for ``y.detach()`` while ``type(y)`` stays exactly ``torch.Tensor``, and
@@ -677,6 +678,25 @@ class _RequestProfiler:
 _WRITABLE = ("HOME", "TMPDIR", "TRITON_CACHE_DIR", "TORCH_EXTENSIONS_DIR", "KERNELLAB_PROFILE_CHILD")
 
 
+def _descriptor(fd: int) -> tuple[int, int] | None:
+    try:
+        st = _fstat(fd)
+    except OSError:
+        return None
+    return st.st_dev, st.st_ino
+
+
+def _same_channel(fd: int, identity: tuple[int, int] | None) -> None:
+    """The channel's descriptor still names the socket the judge connected: a candidate that put
+    another socket in its place (``dup2``) would read the judge's requests and rewrite the harness's
+    answers on their way (no token needed: the harness's own answer carries it)."""
+    if _descriptor(fd) != identity:
+        _write(2, (sandbox_guard.LINE_PREFIX + sandbox_guard.VIOLATION_OF_STATUS[sandbox_guard.ESCAPE_STATUS]
+                   + ": the candidate re-pointed the harness's channel (its descriptor names another file)\n")
+               .encode())
+        _exit(sandbox_guard.ESCAPE_STATUS)
+
+
 def main(fd: int, spec: dict[str, Any]) -> int:
     log_fd = os.open(spec["log_path"], os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
     os.dup2(log_fd, 1)
@@ -697,6 +717,7 @@ def main(fd: int, spec: dict[str, Any]) -> int:
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
     faulthandler.enable(file=sys.stderr)
     channel = Channel.from_fd(fd)
+    channel_id = _descriptor(fd)
     try:
         harness = Harness(spec)
         # CUDA is up, with the threads it names by writing this process's /proc folder (its context
@@ -715,11 +736,13 @@ def main(fd: int, spec: dict[str, Any]) -> int:
     channel.send({"ok": True, "pid": os.getpid(), "unconfined": unconfined})
     profiler = _RequestProfiler(spec["env"].get("KERNELLAB_PROFILE_CHILD"))
     while True:
+        _same_channel(fd, channel_id)
         try:
             request = channel.recv()
         except ChannelClosed:
             return 0
         except ProtocolError as exc:  # a defect of the harness, never of the candidate: say so
+            _same_channel(fd, channel_id)
             channel.send({"ok": False, "error": f"harness: {exc}", "exc_type": "HarnessError"})
             continue
         # Echoed in the answer: a message the candidate writes to the channel itself lacks it.
@@ -733,6 +756,7 @@ def main(fd: int, spec: dict[str, Any]) -> int:
                 harness.let_go()
             except BaseException:  # noqa: BLE001 - the candidate's objects may fail on deletion
                 traceback.print_exc()
+            _same_channel(fd, channel_id)
             channel.send({"ok": True, "token": token})
             return 0
         started = _perf_counter()
@@ -759,11 +783,13 @@ def main(fd: int, spec: dict[str, Any]) -> int:
         reply["token"] = token
         reply["seconds"] = _perf_counter() - started
         reply["compile_s"] = harness.compile_seconds[0] - compiled_before
+        _same_channel(fd, channel_id)
         try:
             channel.send(reply)
         except ChannelClosed:
             return 0
         except Exception as exc:  # noqa: BLE001 - e.g. an output that cannot be sent: say what
+            _same_channel(fd, channel_id)
             channel.send({"ok": False, "error": f"the candidate's result cannot be sent: {_describe(exc)}",
                           "exc_type": type(exc).__name__, "token": token})
         profiler.__exit__(None, None, None)

@@ -287,6 +287,12 @@ def gate_sites(originals: dict[str, Any], skip: set[str] | frozenset[str] = froz
     return sites
 
 
+# What a thread start is refused as: after the guard is armed nothing starts a Python thread in the
+# child, whoever is on the stack (a finalizer or callback of the candidate's runs with none of its
+# frames there, from the harness's own).
+THREAD_START = "starts a thread (it would run beside the harness's work)"
+
+
 def install_gates(refuse: Callable[[str], None], originals: dict[str, Any],
                   sites: dict[str, list[tuple[dict[str, Any], str]]], trusted: frozenset = frozenset()) -> list[str]:
     """Bind a gate at every site of every entry point. ``refuse(what)`` decides (the guard: the
@@ -297,7 +303,7 @@ def install_gates(refuse: Callable[[str], None], originals: dict[str, Any],
             "torch._C._dynamo.eval_frame.set_bytecode_debugger_callback": "installs a bytecode debugger callback",
             "torch._C._push_on_torch_dispatch_stack": "pushes a torch dispatch mode",
             "torch._C._push_on_torch_function_stack": "pushes a torch function mode",
-            "_thread": "starts a thread (it would run beside the harness's work)",
+            "_thread": THREAD_START,
             "profiler": "switches the profiler (the harness's evidence of what ran)",
             "torch._C._dispatch_library": "registers kernels for the library's own operators (torch.library)",
             "torchscript": "compiles TorchScript (its forks run on torch's own threads)"}

@@ -174,6 +174,7 @@ def arm() -> Guard:
         "frame_events": _FRAME_EVENTS, "graph_events": _GRAPH_EVENTS, "memory_events": _MEMORY_EVENTS,
         "file_changes": _FILE_CHANGES, "compile_codes": compile_codes(),
         "triton_compile_file": os.path.join("triton", "compiler", "compiler.py"),
+        "thread_start": concealment.THREAD_START,
     }
     hook, refuse, untrust, check, set_verify = concealment.sealed(_make_policy)(config)
     hidden = concealment.harness_classes()
@@ -216,7 +217,7 @@ def _make_policy(cfg):  # noqa: C901 - one sealed closure on purpose: its helper
     getframe, get_ident, write, exit_, stat = cfg["getframe"], cfg["get_ident"], cfg["write"], cfg["exit"], cfg["stat"]
     function_type, module_type, code_type = cfg["function_type"], cfg["module_type"], cfg["code_type"]
     tensor_type = cfg["tensor_type"]
-    armed_ns = cfg["armed_ns"]
+    armed_ns, thread_start = cfg["armed_ns"], cfg["thread_start"]
     escape, tamper, names = cfg["statuses"]
     line_prefix = cfg["line_prefix"]
     trust: dict = {}
@@ -512,7 +513,10 @@ def _make_policy(cfg):  # noqa: C901 - one sealed closure on purpose: its helper
             busy.discard(tid)
 
     def refuse(what):
-        """For the gates: the candidate on the stack ends the process; anyone else is refused."""
+        """For the gates: the candidate on the stack ends the process. A thread start ends it whoever
+        asks: the harness starts none once armed, and a finalizer of the candidate's (run by the
+        collector from the harness's frames) or a builtin it registered as a callback asks with no
+        frame of the candidate's on the stack."""
         tid = get_ident()
         busy.add(tid)
         try:
@@ -521,6 +525,8 @@ def _make_policy(cfg):  # noqa: C901 - one sealed closure on purpose: its helper
             busy.discard(tid)
         if frame is not None:
             breach(escape, what, frame)
+        if what == thread_start:
+            breach(escape, what + ", from a finalizer or callback (no frame of its own on the stack)", None)
 
     def untrust(path):
         untrusted.add(path)

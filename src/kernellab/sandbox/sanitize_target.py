@@ -30,6 +30,8 @@ import time
 import traceback
 from typing import Any
 
+from kernellab.sandbox.confine import confine_writes, seal_memory
+
 DONE, RAISED, SETUP_FAILED, JUDGE_GONE = 0, 3, 4, 5
 
 
@@ -94,9 +96,18 @@ def _end_with(pid: int) -> None:
     threading.Thread(target=watch, name="judge-watch", daemon=True).start()
 
 
+_WRITABLE = ("HOME", "TMPDIR", "TRITON_CACHE_DIR", "TORCH_EXTENSIONS_DIR")
+
+
 def main(argv: list[str]) -> int:
     with open(argv[1]) as f:
         job = json.load(f)
+    # Confined as the checking child is, before any thread of its own: it writes only in its folder
+    # and the child's compile folders (never the judge's caches or a task's files), its own /proc
+    # folder only until CUDA is up, and nothing else opens its memory.
+    writable = [os.environ[k] for k in _WRITABLE if os.environ.get(k)]
+    writable += [os.path.dirname(os.path.abspath(job[k])) for k in ("status_path", "log_path")]
+    unconfined = confine_writes(writable)
     if job.get("judge_pid"):
         _end_with(int(job["judge_pid"]))
     mark = _Marks(job["status_path"])
@@ -122,7 +133,9 @@ def main(argv: list[str]) -> int:
         probe = torch.empty(16, device="cuda")
         cached = torch.cuda.memory_reserved() > 0
         del probe
-        mark("ready", cached=cached)
+        unsealed = seal_memory()
+        reconfined = confine_writes(writable, own_proc=False) if unconfined is None else None
+        mark("ready", cached=cached, unconfined="; ".join(w for w in (unconfined, unsealed, reconfined) if w) or None)
     except BaseException as exc:  # noqa: BLE001 - the harness (or the tool under it) could not start
         traceback.print_exc()
         mark("setup_failed", error=_describe(exc))
