@@ -691,10 +691,13 @@ def _same_channel(fd: int, identity: tuple[int, int] | None) -> None:
     another socket in its place (``dup2``) would read the judge's requests and rewrite the harness's
     answers on their way (no token needed: the harness's own answer carries it)."""
     if _descriptor(fd) != identity:
-        _write(2, (sandbox_guard.LINE_PREFIX + sandbox_guard.VIOLATION_OF_STATUS[sandbox_guard.ESCAPE_STATUS]
-                   + ": the candidate re-pointed the harness's channel (its descriptor names another file)\n")
-               .encode())
-        _exit(sandbox_guard.ESCAPE_STATUS)
+        _write(2, _CHANNEL_MOVED)
+        _exit(_ESCAPE)
+
+
+_ESCAPE = sandbox_guard.ESCAPE_STATUS
+_CHANNEL_MOVED = (sandbox_guard.LINE_PREFIX + sandbox_guard.VIOLATION_OF_STATUS[sandbox_guard.ESCAPE_STATUS]
+                  + ": the candidate re-pointed the harness's channel (its descriptor names another file)\n").encode()
 
 
 def main(fd: int, spec: dict[str, Any]) -> int:
