@@ -183,37 +183,39 @@ def test_reaching_into_the_harness_ends_the_child(server, tmp_path, name):
     assert f"{name}.py:" in str(failure)  # where in the candidate's file
 
 
-def test_a_thread_started_by_a_finalizer_from_the_harnesss_frames_ends_the_child(server, tmp_path):
-    """The collector runs between requests from the harness's frames: a finalizer of the candidate's
-    that starts a thread has no frame of the candidate's on the stack. A relay thread started so put
-    itself between the harness and the judge and rewrote every answer. No thread starts once the
-    guard is armed, whoever asks."""
-    at_import = ("import _thread, time, weakref\n"
-                 "class Cycle:\n    pass\n"
-                 "c = Cycle()\nc.me = c\n"
-                 "weakref.finalize(c, _thread.start_new_thread, time.sleep, (30,))\n"
-                 "del c\n"
-                 "JUNK = [[] for _ in range(5000)]  # kept: the collector runs once the harness allocates\n")
-    failure = ends_with(server, tmp_path, "finalizer_thread", "process_escape", "from a finalizer or callback",
-                        at_import)
-    assert failure.reason == "died" and failure.exitcode == ESCAPE_STATUS
+UNATTRIBUTED = {
+    # name: (source at import, words in the one-line error). Refused whoever asks: no frame of the
+    # candidate's is on the stack, so the error names no place in its file.
+    # The collector runs between requests from the harness's frames: a finalizer of the candidate's
+    # that starts a thread has none of its frames there. A relay thread started so put itself
+    # between the harness and the judge and rewrote every answer.
+    "finalizer_thread": ("import _thread, time, weakref\n"
+                         "class Cycle:\n    pass\n"
+                         "c = Cycle()\nc.me = c\n"
+                         "weakref.finalize(c, _thread.start_new_thread, time.sleep, (30,))\n"
+                         "del c\n"
+                         "JUNK = [[] for _ in range(5000)]  # kept: the collector runs once the harness allocates\n",
+                         "from a finalizer or callback"),
+    # The harness's channel is a descriptor number: a socket of the candidate's ``dup2``-ed over it
+    # would receive the judge's requests and the harness's answers, to pass on rewritten. The child
+    # checks the descriptor still names the judge's socket before each read and each answer.
+    "channel_dup2": ("import os, socket, stat\n"
+                     "mine, other = socket.socketpair()\n"
+                     "for name in os.listdir('/proc/self/fd'):\n"
+                     "    fd = int(name)\n"
+                     "    try:\n"
+                     "        if stat.S_ISSOCK(os.fstat(fd).st_mode) and fd not in (mine.fileno(), other.fileno()):\n"
+                     "            os.dup2(mine.fileno(), fd)\n"
+                     "    except OSError:\n"
+                     "        pass\n",
+                     "re-pointed the harness's channel"),
+}
 
 
-def test_a_socket_put_in_place_of_the_channel_ends_the_child(server, tmp_path):
-    """The harness's channel is a descriptor number: a socket of the candidate's ``dup2``-ed over it
-    would receive the judge's requests and the harness's answers, to pass on rewritten. The child
-    checks the descriptor still names the judge's socket before each read and each answer."""
-    at_import = ("import os, socket, stat\n"
-                 "mine, other = socket.socketpair()\n"
-                 "for name in os.listdir('/proc/self/fd'):\n"
-                 "    fd = int(name)\n"
-                 "    try:\n"
-                 "        if stat.S_ISSOCK(os.fstat(fd).st_mode) and fd not in (mine.fileno(), other.fileno()):\n"
-                 "            os.dup2(mine.fileno(), fd)\n"
-                 "    except OSError:\n"
-                 "        pass\n")
-    failure = ends_with(server, tmp_path, "channel_dup2", "process_escape", "re-pointed the harness's channel",
-                        at_import)
+@pytest.mark.parametrize("name", sorted(UNATTRIBUTED))
+def test_what_no_frame_of_the_candidates_asks_for_still_ends_the_child(server, tmp_path, name):
+    at_import, words = UNATTRIBUTED[name]
+    failure = ends_with(server, tmp_path, name, "process_escape", words, at_import)
     assert failure.reason == "died" and failure.exitcode == ESCAPE_STATUS
 
 

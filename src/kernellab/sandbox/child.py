@@ -28,7 +28,7 @@ from torch.profiler import ProfilerActivity, profile  # not imported per request
 
 from kernellab.sandbox import guard as sandbox_guard
 from kernellab.sandbox import plain, round_clock  # bind the timers before candidate code runs
-from kernellab.sandbox.confine import confine_writes, seal_memory
+from kernellab.sandbox.confine import close_after_start, confine_writes
 from kernellab.sandbox.candidate_module import load_candidate
 from kernellab.sandbox.channel import Channel, ChannelClosed, ProtocolError
 from kernellab.sandbox.concealment import detached
@@ -726,9 +726,7 @@ def main(fd: int, spec: dict[str, Any]) -> int:
         # CUDA is up, with the threads it names by writing this process's /proc folder (its context
         # and the profiler's): from here nothing writes that folder's ``mem``, and no other process,
         # one the candidate starts included, opens this one's memory.
-        unsealed = seal_memory()
-        reconfined = confine_writes(writable, own_proc=False) if unconfined is None else None
-        unconfined = "; ".join(why for why in (unconfined, unsealed, reconfined) if why) or None
+        unconfined = close_after_start(writable, unconfined)
         # Armed once the harness exists and before any candidate code: from here on the candidate
         # cannot reach the harness, and what it could rebind is verified around every request.
         harness.guard = sandbox_guard.arm()

@@ -147,3 +147,12 @@ def seal_memory() -> str | None:
     if libc.prctl(_PR_SET_DUMPABLE, 0, 0, 0, 0) != 0 or libc.prctl(_PR_GET_DUMPABLE, 0, 0, 0, 0) != 0:
         return f"the process could not be made non-dumpable ({os.strerror(ctypes.get_errno())})"
     return None
+
+
+def close_after_start(writable: list[str], unconfined: str | None) -> str | None:
+    """Once CUDA is up and before any candidate code: seal the memory and confine again without the
+    process's own ``/proc`` folder (where the first confinement held). ``unconfined``: what the first
+    ``confine_writes`` said. Returns every reason the process is less confined than that, or None."""
+    unsealed = seal_memory()
+    reconfined = confine_writes(writable, own_proc=False) if unconfined is None else None
+    return "; ".join(why for why in (unconfined, unsealed, reconfined) if why) or None

@@ -30,7 +30,7 @@ import time
 import traceback
 from typing import Any
 
-from kernellab.sandbox.confine import confine_writes, seal_memory
+from kernellab.sandbox.confine import close_after_start, confine_writes
 
 DONE, RAISED, SETUP_FAILED, JUDGE_GONE = 0, 3, 4, 5
 
@@ -133,9 +133,7 @@ def main(argv: list[str]) -> int:
         probe = torch.empty(16, device="cuda")
         cached = torch.cuda.memory_reserved() > 0
         del probe
-        unsealed = seal_memory()
-        reconfined = confine_writes(writable, own_proc=False) if unconfined is None else None
-        mark("ready", cached=cached, unconfined="; ".join(w for w in (unconfined, unsealed, reconfined) if w) or None)
+        mark("ready", cached=cached, unconfined=close_after_start(writable, unconfined))
     except BaseException as exc:  # noqa: BLE001 - the harness (or the tool under it) could not start
         traceback.print_exc()
         mark("setup_failed", error=_describe(exc))
