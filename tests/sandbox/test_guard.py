@@ -196,6 +196,23 @@ UNATTRIBUTED = {
                          "del c\n"
                          "JUNK = [[] for _ in range(5000)]  # kept: the collector runs once the harness allocates\n",
                          "from a finalizer or callback"),
+    # The collector runs the candidate's finalizers at the start of a request, as the candidate's
+    # code: a chain of builtins (no frame of its own) that asks for the harness's frames there, to
+    # read the answer being built from their locals, ends the child.
+    "finalizer_frames": ("import collections, gc, sys, weakref\n"
+                         "class Cycle:\n    pass\n"
+                         "c = Cycle()\nc.me = c\n"
+                         "weakref.finalize(c, collections.deque(maxlen=0).extend, map(sys._getframe, range(1, 30)))\n"
+                         "del c\n"
+                         "gc.set_threshold(1)\n",
+                         "from a finalizer or callback"),
+    "finalizer_object_graph": ("import collections, gc, weakref\n"
+                               "class Cycle:\n    pass\n"
+                               "c = Cycle()\nc.me = c\n"
+                               "weakref.finalize(c, collections.deque(maxlen=0).extend, map(gc.get_objects, [None]))\n"
+                               "del c\n"
+                               "gc.set_threshold(1)\n",
+                               "walks the object graph (gc.get_objects) from a finalizer"),
     # The harness's channel is a descriptor number: a socket of the candidate's ``dup2``-ed over it
     # would receive the judge's requests and the harness's answers, to pass on rewritten. The child
     # checks the descriptor still names the judge's socket before each read and each answer.
@@ -459,6 +476,13 @@ REFUSED = {
                                "    def _extract_from_extended_frame_gen(cls, frames, **kwargs):\n"
                                "        return [f for f, _ in frames]\n",
                                "Summary.extract(traceback.walk_stack(None))"),
+    # A builtin called back by a library allowed frames (namedtuple's ``str()`` of the type name) asks
+    # with that library's frame on top, at an instruction that asks for no frame.
+    "builtin_called_back_by_a_consumer": ("import collections, functools, sys\n"
+                                          "KEEP = []\n"
+                                          "class Name:\n"
+                                          "    __str__ = functools.partial(KEEP.extend, map(sys._getframe, range(4)))\n",
+                                          "collections.namedtuple(Name(), 'a b')"),
     "formatting_its_own_traceback": ("import traceback\n",
                                      "try:\n            int('x')\n        except ValueError:\n"
                                      "            traceback.format_exc()"),
@@ -510,6 +534,47 @@ def test_an_answer_written_to_the_channel_by_the_candidate_is_not_an_answer(serv
         child.request("import", 60, path=str(path))
     assert failure.value.violation == "process_escape"
     assert "not the harness's answer" in str(failure.value)
+    child.close()
+
+
+# What any code in the child can do once it holds a request's token: it reads the request from the
+# channel itself (a finalizer run between two requests, blocked on the socket until the next one), or
+# from the process's memory. Here the token is given; the candidate answers with it and never returns,
+# so its answer is the only one on the channel.
+IMPERSONATE = """
+import os, pickle, stat, struct, time
+import torch
+
+class ModelNew(torch.nn.Module):
+    def forward(self, x):
+        for fd in range(3, 64):
+            try:
+                if stat.S_ISSOCK(os.fstat(fd).st_mode):
+                    payload = pickle.dumps({"ok": True, "token": "the-token", "value": "IMPERSONATED"})
+                    os.write(fd, struct.pack("!Q", len(payload)) + payload + bytes(32))  # a tag of its own
+            except OSError:
+                pass
+        time.sleep(30)
+"""
+
+
+def test_an_answer_written_with_the_requests_token_is_not_the_harnesss(server, tmp_path):
+    """A token only shows a message answers the request in flight: the harness also signs its answers
+    with a key the judge gave it (only in its hash object), and the judge refuses an unsigned one
+    before decoding it, whoever in the child wrote it."""
+    child = spawn(server, tmp_path, "impersonator")
+    path = tmp_path / "impersonator.py"
+    path.write_text(IMPERSONATE)
+    child.request("import", 60, path=str(path))
+    child.request("instantiate", 60, key="k", init_inputs=[], seed=0, state={}, dtype="float32", keep_dtype=[])
+    started = time.perf_counter()
+    child.token = "the-token"  # as if read from the channel or from memory
+    child.channel.send({"op": "run", "token": "the-token", "key": "k", "calls": [{"inputs": [torch.ones(4)]}],
+                        "poison_bytes": [], "profile": False})
+    with pytest.raises(ChildFailure) as failure:
+        child.collect("run", started, 60)
+    assert failure.value.violation == "process_escape"
+    assert "unsigned" in str(failure.value)
     child.close()
 
 

@@ -369,6 +369,36 @@ def test_confinement_leaves_a_process_its_own_proc_folder_only(tmp_path):
     assert out.stdout.split("\n")[:2] == ["judge's folder refused", "judge's environment refused"], out.stdout
 
 
+def test_confining_reads_refuses_only_the_process_memory(tmp_path):
+    """The ruleset that keeps a process from reading its own ``mem`` leaves everything else as it was:
+    reading elsewhere (``/proc/self/maps`` included), and moving a file into another folder, which
+    every Landlock ruleset refuses (EXDEV) unless it handles and allows ``REFER`` there (Triton moves
+    each compile into its cache folder)."""
+    (tmp_path / "compile").mkdir()
+    (tmp_path / "compile" / "kernel.so").write_bytes(b"x")
+    code = textwrap.dedent(f"""
+        import os, sys
+        from kernellab.sandbox.confine import confine_reads
+        why = confine_reads()
+        if why:
+            print("unconfined:", why)
+            sys.exit(0)
+        os.rename({str(tmp_path / "compile" / "kernel.so")!r}, {str(tmp_path / "kernel.so")!r})
+        print("moved", open({str(tmp_path / "kernel.so")!r}, "rb").read() == b"x",
+              len(open("/proc/self/maps").read()) > 0)
+        try:
+            open("/proc/self/mem", "rb").close()
+            print("memory read")
+        except PermissionError:
+            print("memory refused")
+    """)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    if out.stdout.startswith("unconfined:"):
+        pytest.skip(out.stdout)
+    assert out.stdout.split("\n")[:2] == ["moved True True", "memory refused"], out.stdout
+
+
 def test_a_process_the_candidate_starts_cannot_open_the_childs_memory(server, tmp_path):
     """The child's own ``/proc/<pid>`` is writable for CUDA's sake, and so for every process in its
     Landlock domain: a process the candidate starts (nothing forbids one without a policy) could
@@ -440,6 +470,39 @@ def test_no_code_in_the_child_opens_its_own_memory_for_writing(server, tmp_path)
         pytest.skip(child.unconfined)
     assert "FOUND []" in str(raised.value), str(raised.value)
     assert "PermissionError: [Errno 13] Permission denied: '/proc/self/mem'" in (tmp_path / "own_memory.log").read_text()
+
+
+def test_no_code_in_the_child_reads_its_own_memory(server, tmp_path):
+    """The harness's key and the judge's values in flight are in the child's memory: its ``mem`` (and
+    every thread's) is refused for reading whatever the path (``self``, the pid, a thread's folder, a
+    folder descriptor, a link), while the rest of ``/proc/self`` (``maps``,
+    ``status``) stays readable."""
+    child = spawn(server, tmp_path, "own_memory_reader")
+    (tmp_path / "link").symlink_to("/proc/self/mem")  # as a process the candidate started could make it
+    try:
+        with pytest.raises(CandidateError) as raised:
+            child.request("import", 60, path=write(tmp_path, "own_memory_reader", f"""
+                import os
+                pid = os.getpid()
+                own = os.open(f"/proc/{{pid}}", os.O_RDONLY | os.O_DIRECTORY)
+                paths = ["/proc/self/mem", f"/proc/{{pid}}/mem", "/proc/thread-self/mem",
+                         f"/proc/self/task/{{pid}}/mem", "/proc/self/root/proc/self/mem", {str(tmp_path / "link")!r},
+                         ("mem", own), "/proc/self/maps", "/proc/self/status"]
+                seen = []
+                for path in paths:
+                    name, folder = path if isinstance(path, tuple) else (path, None)
+                    try:
+                        os.close(os.open(name, os.O_RDONLY, dir_fd=folder))
+                        seen.append("read")
+                    except PermissionError:
+                        seen.append("refused")
+                raise RuntimeError("SEEN " + " ".join(seen))
+            """))
+    finally:
+        child.close()
+    if child.unconfined:
+        pytest.skip(child.unconfined)
+    assert "SEEN " + " ".join(["refused"] * 7 + ["read"] * 2) in str(raised.value), str(raised.value)
 
 
 def test_an_import_by_the_candidate_writes_no_bytecode(server, tmp_path):

@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import hashlib
 import json
 import logging
 import os
@@ -356,15 +357,50 @@ def cuobjdump() -> str | None:
         return None
 
 
+# Rebuilds already made in this judge process, by what they were made from (``_rebuild_key``): a
+# search loop's candidates and a re-evaluation share kernels, and a rebuild takes ~0.5 s a kernel.
+_REBUILT: dict[str, bytes] = {}
+_REBUILT_MAX = 256
+_REBUILT_LOCK = threading.Lock()
+
+
+def _rebuild_key(source: bytes, metadata: dict, compile_env: Mapping[str, str] | None) -> str:
+    """Everything a rebuild depends on: the first stage, the recorded options and target, the
+    ``TRITON_*`` variables it runs under (the cache folder aside) and Triton's version."""
+    import triton
+
+    env = compile_env if compile_env is not None else os.environ
+    variables = sorted((k, v) for k, v in env.items() if k.startswith("TRITON_") and k != "TRITON_CACHE_DIR")
+    digest = hashlib.sha256(source)
+    digest.update(json.dumps([metadata, variables, triton.__version__], sort_keys=True, default=str).encode())
+    return digest.hexdigest()
+
+
 def rebuilt_binary(first_stage: Path, metadata: dict, compile_env: Mapping[str, str] | None = None) -> bytes:
     """The binary Triton's backend makes, here, of a compile's first stage (``.source``) with the
     options and target its metadata records: each later stage as ``triton.compile`` runs it, under
     the ``TRITON_*`` variables of ``compile_env`` (the child's) where given. The judge's own may
     differ from the child's: Inductor points ``TRITON_PTXAS_PATH`` at torch's ptxas once the judge
-    has compiled a ``torch.compile`` baseline, and another ptxas makes another binary."""
+    has compiled a ``torch.compile`` baseline, and another ptxas makes another binary. Made once per
+    judge process for the same first stage, options and variables (``_REBUILT``)."""
+    key = _rebuild_key(Path(first_stage).read_bytes(), metadata, compile_env)
+    with _REBUILT_LOCK:
+        found = _REBUILT.get(key)
+    if found is not None:
+        return found
     if compile_env is not None:
         with _triton_environment(compile_env):
-            return rebuilt_binary(first_stage, metadata)
+            made = _rebuild(first_stage, metadata)
+    else:
+        made = _rebuild(first_stage, metadata)
+    with _REBUILT_LOCK:
+        if len(_REBUILT) >= _REBUILT_MAX:
+            _REBUILT.pop(next(iter(_REBUILT)))
+        _REBUILT[key] = made
+    return made
+
+
+def _rebuild(first_stage: Path, metadata: dict) -> bytes:
     import dataclasses
 
     from triton._C.libtriton import ir

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from kernellab.sandbox.channel import Channel, ChannelClosed, ChannelTimeout, ProtocolError
+from kernellab.sandbox.channel import KEY_BYTES, Channel, ChannelClosed, ChannelTimeout, ForgedMessage, ProtocolError
 from kernellab.sandbox.forkserver import ForkServer
 from kernellab.sandbox.guard import LINE_PREFIX, VIOLATION_OF_STATUS
 from kernellab.sandbox.processes import Unsettled, kill_descendants, settled_live_children
@@ -105,12 +105,15 @@ class CandidateProcess:
         self.spec = spec
         self.server = server
         judge_end, child_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        # The harness signs its answers with this key: any other code in the child can write to the
+        # channel (and read the requests' tokens from it), none can sign.
+        key = secrets.token_bytes(KEY_BYTES)
         payload = {"device": spec.device, "interpret": spec.interpret, "env": spec.env,
                    "log_path": str(spec.log_path), "memory_fraction": spec.memory_fraction,
-                   "fp32_precision": spec.fp32_precision}
+                   "fp32_precision": spec.fp32_precision, "channel_key": key.hex()}
         self.pid = server.spawn(payload, child_end.fileno())
         child_end.close()
-        self.channel = Channel(judge_end)
+        self.channel = Channel(judge_end, verifying=key)
         self.dead: str | None = None
         self.token: str | None = None  # the request waiting for its answer, which must echo it
         self.busy = False  # a request was sent and its answer not yet read (the child may be running it)
@@ -193,6 +196,10 @@ class CandidateProcess:
             raise ChildFailure("timeout", self.dead) from None
         except ChannelClosed:
             raise self._failure("died") from None
+        except ForgedMessage:
+            self.kill()
+            self.dead = "the candidate process sent a message on the channel that is not the harness's answer (unsigned)"
+            raise ChildFailure("protocol", self.dead, violation="process_escape") from None
         except ProtocolError as exc:
             self.kill()
             self.dead = f"the candidate process sent a malformed message ({exc})"

@@ -4,10 +4,18 @@ Tensors cross by reference where they live on the GPU (CUDA IPC handles, so the 
 memory the candidate wrote, after the child synchronised) and by value where they live on the CPU.
 The judge decodes with an allow-list unpickler: a child runs untrusted code, so what it sends is
 data, never code, and can never name a class or function outside the list below.
+
+The child's end is a file descriptor in the candidate's process: any code there can read the judge's
+requests (and their tokens) from it and write well-formed answers to it. So the harness signs what it
+sends with a key only it holds (keyed BLAKE2b over the message's number and bytes; the key comes with
+the child's spec, before any candidate code, and lives only inside the hash object), and the judge
+refuses, before decoding, any message whose tag is not the harness's (``ForgedMessage``).
 """
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import io
 import pickle
 import select
@@ -29,6 +37,8 @@ _detach = harness_method(torch._C.TensorBase.detach)
 
 MAX_MESSAGE_BYTES = 4 << 30
 _HEADER = struct.Struct("!Q")
+TAG_BYTES = 32
+KEY_BYTES = 32
 
 
 class ChannelClosed(ConnectionError):
@@ -41,6 +51,15 @@ class ChannelTimeout(TimeoutError):
 
 class ProtocolError(RuntimeError):
     """The peer sent something that is not a well-formed message of the protocol."""
+
+
+class ForgedMessage(ProtocolError):
+    """A message whose tag is not the one the key's holder would have made: written by other code."""
+
+
+def _keyed(key: bytes | None) -> Any:
+    """The hash object every tag starts from: it holds the key, which need not be kept elsewhere."""
+    return None if key is None else hashlib.blake2b(key=key, digest_size=TAG_BYTES)
 
 
 def _rebuild_cpu(dtype: str, shape: tuple[int, ...], data: bytes) -> torch.Tensor:
@@ -110,20 +129,34 @@ def loads(data: bytes) -> Any:
 
 
 class Channel:
-    """One end of a judge↔child connection: length-prefixed pickles with deadlines."""
+    """One end of a judge↔child connection: length-prefixed pickles with deadlines. With ``signing``
+    every message sent carries a tag made with that key; with ``verifying`` every message received must
+    carry the tag that key makes, counted from the connection's first message (so none is replayed or
+    dropped unnoticed)."""
 
-    def __init__(self, sock: socket.socket):
+    def __init__(self, sock: socket.socket, signing: bytes | None = None, verifying: bytes | None = None):
         self.sock = sock
         self.sock.setblocking(True)
+        self._signing, self._verifying = _keyed(signing), _keyed(verifying)
+        self._sent = self._received = 0
 
     @classmethod
-    def from_fd(cls, fd: int) -> Channel:
-        return cls(socket.socket(fileno=fd))
+    def from_fd(cls, fd: int, signing: bytes | None = None) -> Channel:
+        return cls(socket.socket(fileno=fd), signing=signing)
+
+    @staticmethod
+    def _tag(keyed: Any, number: int, payload: bytes) -> bytes:
+        tag = keyed.copy()
+        tag.update(_HEADER.pack(number))
+        tag.update(payload)
+        return tag.digest()
 
     def send(self, obj: Any) -> None:
         payload = dumps(obj)
+        tag = b"" if self._signing is None else self._tag(self._signing, self._sent, payload)
+        self._sent += 1
         try:
-            self.sock.sendall(_HEADER.pack(len(payload)) + payload)
+            self.sock.sendall(_HEADER.pack(len(payload)) + payload + tag)
         except OSError as exc:
             raise ChannelClosed(str(exc)) from None
 
@@ -132,7 +165,14 @@ class Channel:
         (size,) = _HEADER.unpack(self._read(_HEADER.size, deadline))
         if size > MAX_MESSAGE_BYTES:
             raise ProtocolError(f"message of {size} bytes exceeds the limit")
-        return loads(self._read(size, deadline))
+        payload = self._read(size, deadline)
+        if self._verifying is not None:
+            tag = self._read(TAG_BYTES, deadline)
+            expected = self._tag(self._verifying, self._received, payload)
+            self._received += 1
+            if not hmac.compare_digest(tag, expected):
+                raise ForgedMessage("a message on the channel that the harness did not sign")
+        return loads(payload)
 
     def _read(self, n: int, deadline: float | None) -> bytes:
         chunks, got = [], 0

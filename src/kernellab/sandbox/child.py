@@ -46,7 +46,8 @@ _perf_counter = time.perf_counter
 _audit = sys.audit  # the guard's quick check after each candidate call (sandbox/guard.py, CALL_RETURNED)
 _CALL_RETURNED = sandbox_guard.CALL_RETURNED
 # Bound before any candidate code runs: a timing round turns the cyclic collector off with these.
-_gc_disable, _gc_enable, _gc_isenabled = gc.disable, gc.enable, gc.isenabled
+_gc_disable, _gc_isenabled = gc.disable, gc.isenabled
+_gc_get_count, _gc_get_threshold = gc.get_count, gc.get_threshold
 _fstat, _write, _exit = os.fstat, os.write, os._exit
 # The tensor and module methods the harness calls on what the candidate holds, taken from their
 # classes before any candidate code runs. A plain tensor has an instance ``__dict__``: ``y.detach =
@@ -190,7 +191,7 @@ class Harness:
         after it gets fresh tensor objects (at the same addresses on a GPU)."""
         self.input_slots = []
         self.received.release()
-        gc.collect()
+        self.guard.collect()
         if self.device == "cuda":
             torch.cuda.synchronize()
         return {}
@@ -236,7 +237,7 @@ class Harness:
             except BaseException as exc:  # noqa: BLE001 - candidate code may raise anything
                 failed.append(f"{item['label']} {item['dtype']}: {_describe(exc)[:200]}")
             finally:
-                gc.collect()
+                self.guard.collect()
                 if self.device == "cuda":
                     torch.cuda.empty_cache()  # the judge and the checking child share this GPU
         return {"warmed": warmed, "failed": failed}
@@ -678,6 +679,18 @@ class _RequestProfiler:
 _WRITABLE = ("HOME", "TMPDIR", "TRITON_CACHE_DIR", "TORCH_EXTENSIONS_DIR", "KERNELLAB_PROFILE_CHILD")
 
 
+def _collect_due(guard: sandbox_guard.Guard) -> None:
+    """What the collector would have done by itself since the last request, at a point the harness
+    chose and as the candidate's code: the oldest generation whose count passed its threshold."""
+    counts, thresholds = _gc_get_count(), _gc_get_threshold()
+    if not thresholds[0]:
+        return
+    for generation in (2, 1, 0):
+        if counts[generation] > thresholds[generation]:
+            guard.collect(generation)
+            return
+
+
 def _descriptor(fd: int) -> tuple[int, int] | None:
     try:
         st = _fstat(fd)
@@ -719,7 +732,8 @@ def main(fd: int, spec: dict[str, Any]) -> int:
     unconfined = confine_writes(writable)
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
     faulthandler.enable(file=sys.stderr)
-    channel = Channel.from_fd(fd)
+    # The key the harness signs its answers with lives only in the channel's hash object from here on.
+    channel = Channel.from_fd(fd, signing=bytes.fromhex(spec.pop("channel_key")))
     channel_id = _descriptor(fd)
     try:
         harness = Harness(spec)
@@ -734,6 +748,12 @@ def main(fd: int, spec: dict[str, Any]) -> int:
         channel.send({"ok": False, "error": _describe(exc), "harness": True})
         return 1
     check = harness.guard.check
+    # The cyclic collector never runs by itself once the candidate is in: it would run the candidate's
+    # finalizers wherever the harness allocates, between its answer and the next request included,
+    # where a finalizer could wait on the channel and read (or peek at) the next request before the
+    # harness. It runs at the start of each request instead, once the request is read (``_collect_due``).
+    collecting = _gc_isenabled()
+    _gc_disable()
     channel.send({"ok": True, "pid": os.getpid(), "unconfined": unconfined})
     profiler = _RequestProfiler(spec["env"].get("KERNELLAB_PROFILE_CHILD"))
     while True:
@@ -750,7 +770,10 @@ def main(fd: int, spec: dict[str, Any]) -> int:
         token = request.pop("token", None)
         op = request.pop("op")
         profiler.__enter__()  # the guard's checks and the send (CUDA IPC handles) count too
-        check()  # nothing that ran since the last answer (a destructor, a thread) rebound anything
+        if collecting:
+            _collect_due(harness.guard)
+            _gc_disable()  # a finalizer that turned it on
+        check()  # nothing that ran since the last answer (a destructor, a finalizer) rebound anything
         if op == "exit":
             profiler.write()
             try:
@@ -762,11 +785,6 @@ def main(fd: int, spec: dict[str, Any]) -> int:
             return 0
         started = _perf_counter()
         compiled_before = harness.compile_seconds[0]
-        # The cyclic collector is off while a request runs: a finalizer of the candidate's garbage
-        # then never runs inside the harness's work (loading values, copying outputs), only between
-        # requests, when the next request's values are not in this process yet.
-        collecting = _gc_isenabled()
-        _gc_disable()
         try:
             value = getattr(harness, f"op_{op}")(**request)
             reply = {"ok": True, "value": value}
@@ -778,8 +796,7 @@ def main(fd: int, spec: dict[str, Any]) -> int:
             reply = {"ok": False, "error": _describe(exc), "exc_type": type(exc).__name__,
                      "traceback": traceback.format_exc()[-4000:],
                      "interpreter_gap": interpreter_gap.classify(exc) if harness.interpret else None}
-        if collecting:
-            _gc_enable()
+        _gc_disable()  # a call of the candidate's that turned the collector on
         check()  # what the answer is built and sent with was not rebound
         reply["token"] = token
         reply["seconds"] = _perf_counter() - started

@@ -35,6 +35,7 @@ import ctypes
 import glob
 import os
 import platform
+import stat
 
 # Syscall numbers (the same in the generic table that arm64 uses) and the access rights of the ABI.
 _CREATE_RULESET, _ADD_RULE, _RESTRICT_SELF = 444, 445, 446
@@ -43,7 +44,7 @@ _CREATE_RULESET_VERSION = 1
 _RULE_PATH_BENEATH = 1
 _PR_SET_NO_NEW_PRIVS, _PR_CAPBSET_DROP, _PR_CAP_AMBIENT, _PR_CAP_AMBIENT_CLEAR_ALL = 38, 24, 47, 4
 _PR_SET_DUMPABLE, _PR_GET_DUMPABLE = 4, 3
-_WRITE_FILE, _REMOVE_DIR, _REMOVE_FILE = 1 << 1, 1 << 4, 1 << 5
+_WRITE_FILE, _READ_FILE, _REMOVE_DIR, _REMOVE_FILE = 1 << 1, 1 << 2, 1 << 4, 1 << 5
 _MAKE_CHAR, _MAKE_BLOCK = 1 << 6, 1 << 11
 _MAKE = sum(1 << b for b in range(6, 13))  # char, dir, reg, sock, fifo, block, sym
 _REFER, _TRUNCATE, _IOCTL_DEV = 1 << 13, 1 << 14, 1 << 15  # ABI 2, 3, 5
@@ -116,6 +117,77 @@ def confine_writes(writable: list[str], own_proc: bool = True) -> str | None:
     return _drop_capabilities(libc, syscall)
 
 
+# What of a process's own /proc folder its code may not read: ``mem`` (every byte of the process) and
+# ``task`` (each thread's folder holds a ``mem`` too). Its other files (``maps``, ``status``, ``fd``)
+# are read by CUDA, glibc and Python and stay readable.
+_OWN_MEMORY = frozenset({"mem", "task"})
+# The rules' own files are kept open: a /proc/<pid> file's inode is made afresh at each lookup once its
+# directory entry is dropped (memory pressure), and a rule is tied to the inode it was given.
+_PINNED: list[int] = []
+
+
+def _readable_everywhere_but_own_memory() -> list[str]:
+    """Every path beneath which this process may read: each entry of ``/`` but ``/proc``, each entry of
+    ``/proc`` but this process's folder (a thread's ``/proc/<tid>`` is not listed, so not allowed), each
+    entry of that folder but ``_OWN_MEMORY``. Symbolic links are left out: a rule is tied to what it
+    names (``/proc/<pid>/root`` is ``/``), and what a link leads to is allowed where it lies."""
+    own = f"/proc/{os.getpid()}"
+    return ([f"/{name}" for name in os.listdir("/") if name != "proc"]
+            + [f"/proc/{name}" for name in os.listdir("/proc") if f"/proc/{name}" != own]
+            + [f"{own}/{name}" for name in os.listdir(own) if name not in _OWN_MEMORY])
+
+
+def confine_reads() -> str | None:
+    """No code in this process, however it is called, and no process it starts reads this process's
+    memory through ``/proc`` (its own ``mem``, any thread's ``mem``): the harness's secrets (the key its
+    answers to the judge are signed with) and the judge's values in flight live there. Everything else
+    stays readable (a Landlock ruleset that handles only reading files, allowed beneath every path of
+    ``_readable_everywhere_but_own_memory``). Call it after CUDA is up and before any candidate code:
+    it confines the calling thread and what it starts. Returns None once confined, or why not."""
+    if platform.system() != "Linux" or platform.machine() not in _CAPSET:
+        return f"no Landlock on {platform.system()} {platform.machine()}"
+    libc = ctypes.CDLL(None, use_errno=True)
+    syscall = libc.syscall
+    syscall.restype = ctypes.c_long
+    abi = syscall(_CREATE_RULESET, None, ctypes.c_size_t(0), ctypes.c_uint32(_CREATE_RULESET_VERSION))
+    if abi < 1:
+        return f"Landlock is not available in this kernel ({os.strerror(ctypes.get_errno())})"
+    # Every ruleset refuses moving a file to another folder (EXDEV) unless it handles and allows
+    # ``REFER`` there: allowed wherever reading is (Triton renames a compile into its cache folder).
+    folder_rights = _READ_FILE | (_REFER if abi >= 2 else 0)
+    attr = _RulesetAttr(folder_rights)
+    ruleset = syscall(_CREATE_RULESET, ctypes.byref(attr), ctypes.c_size_t(ctypes.sizeof(attr)), ctypes.c_uint32(0))
+    if ruleset < 0:
+        return f"Landlock refused the ruleset for reading ({os.strerror(ctypes.get_errno())})"
+    own = f"/proc/{os.getpid()}/"
+    try:
+        for path in _readable_everywhere_but_own_memory():
+            try:
+                fd = os.open(path, os.O_PATH | os.O_NOFOLLOW | os.O_CLOEXEC)
+            except OSError:
+                continue  # gone since it was listed (another process's folder)
+            mode = os.fstat(fd).st_mode
+            if stat.S_ISLNK(mode):
+                os.close(fd)
+                continue
+            rule = _PathBeneath(folder_rights if stat.S_ISDIR(mode) else _READ_FILE, fd)
+            added = syscall(_ADD_RULE, ctypes.c_int(ruleset), ctypes.c_int(_RULE_PATH_BENEATH), ctypes.byref(rule),
+                            ctypes.c_uint32(0))
+            if path.startswith(own):
+                _PINNED.append(fd)
+            else:
+                os.close(fd)
+            if added != 0:
+                return f"Landlock refused a rule for reading {path} ({os.strerror(ctypes.get_errno())})"
+        if libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
+            return f"no_new_privs refused ({os.strerror(ctypes.get_errno())})"
+        if syscall(_RESTRICT_SELF, ctypes.c_int(ruleset), ctypes.c_uint32(0)) != 0:
+            return f"Landlock refused to confine reading ({os.strerror(ctypes.get_errno())})"
+    finally:
+        os.close(ruleset)
+    return None
+
+
 def _drop_capabilities(libc, syscall) -> str | None:
     """Empty the bounding set (so an ``exec`` grants nothing, even to root), the ambient set, and the
     effective, permitted and inheritable sets."""
@@ -155,4 +227,5 @@ def close_after_start(writable: list[str], unconfined: str | None) -> str | None
     ``confine_writes`` said. Returns every reason the process is less confined than that, or None."""
     unsealed = seal_memory()
     reconfined = confine_writes(writable, own_proc=False) if unconfined is None else None
-    return "; ".join(why for why in (unconfined, unsealed, reconfined) if why) or None
+    unread = confine_reads() if unconfined is None else None
+    return "; ".join(why for why in (unconfined, unsealed, reconfined, unread) if why) or None

@@ -179,8 +179,10 @@ class _HostReads(TorchFunctionMode):
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
         name = getattr(func, "__name__", "")
+        # Through torch's own frames: ``np.asarray(t)`` reaches this mode from torch's Python
+        # ``Tensor.__array__`` (and ``handle_torch_function``), on behalf of whoever called NumPy.
         if name in _HAND_OUTS and args and isinstance(args[0], torch.Tensor) \
-                and _issuer(sys._getframe(1), through_torch=False) == "other":
+                and _issuer(sys._getframe(1), through_torch=True) == "other":
             t = args[0]
             size = t.untyped_storage().nbytes() if "storage" in name else t.numel() * t.element_size()
             self.sink.append((name, int(size)))
@@ -293,8 +295,33 @@ def record_interpreted_launches() -> SimpleNamespace | None:
     remember_triton_code()
     log = new_launch_log()
     original = interpreter.GridExecutor.__call__
+    import triton
+
+    tensor_types = (torch.Tensor, torch.nn.Parameter)
+    wrapper_type = triton.runtime.jit.TensorWrapper
+    descriptor_type = getattr(interpreter, "TensorDescriptor", None)
 
     def logged_call(self, *args, **kwargs):
+        # The interpreter copies every argument with a ``data_ptr`` to the host through the
+        # argument's own methods (``untyped_storage().cpu()``), inside Triton's frames: an object of
+        # the candidate's whose methods are builtins (``functools.partial(torch.clamp, ...)``) would
+        # have its work taken for the interpreter's copy. Pointers are plain tensors.
+        pending = [*args, *kwargs.values()]
+        while pending:
+            arg = pending.pop()
+            if isinstance(arg, tuple):
+                pending.extend(arg)
+                continue
+            if descriptor_type is not None and type(arg) is descriptor_type:
+                pending.append(arg.base)
+                continue
+            if type(arg) is wrapper_type:
+                arg = arg.base
+            elif not hasattr(arg, "data_ptr"):
+                continue
+            if type(arg) not in tensor_types:
+                raise TypeError("a Triton kernel's pointer argument must be a tensor, not "
+                                + type(arg).__name__)
         if log.current is None:
             return original(self, *args, **kwargs)
         fn = getattr(self, "fn", None)
@@ -313,8 +340,6 @@ def record_interpreted_launches() -> SimpleNamespace | None:
     builder = interpreter.InterpreterBuilder
     load, store = getattr(builder, "create_masked_load", None), getattr(builder, "create_masked_store", None)
     if load is not None and store is not None:
-        import triton
-
         triton_root = os.path.dirname(triton.__file__) + os.sep
 
         def moved(nbytes):

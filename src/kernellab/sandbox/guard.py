@@ -41,6 +41,7 @@ runs. ``docs/verifier.md`` has the measured numbers.
 
 from __future__ import annotations
 
+import gc
 import logging
 import os
 import sys
@@ -58,6 +59,7 @@ VIOLATION_OF_STATUS = {ESCAPE_STATUS: "process_escape", TAMPER_STATUS: "timer_ta
 LINE_PREFIX = "kernellab guard: "
 CALL_RETURNED = "kernellab.call_returned"  # sys.audit(CALL_RETURNED) after a candidate call: a quick check
 
+_gc_collect = gc.collect  # bound at import: the collector the harness runs as the candidate's (Guard.collect)
 _FRAME_EVENTS = frozenset({"sys._getframe", "sys._current_frames", "sys._current_exceptions",
                            "sys._getframemodulename"})
 _FRAME_GETTERS = frozenset({"tb_frame", "gi_frame", "cr_frame", "ag_frame"})
@@ -84,12 +86,24 @@ _WATCHED = _FRAME_EVENTS | _GRAPH_EVENTS | _CTYPES_EVENTS | _FILE_CHANGES | froz
 class Guard:
     """The harness's handle on the armed guard; only the harness's own locals hold it."""
 
-    __slots__ = ("check", "untrust", "gated")
+    __slots__ = ("check", "untrust", "gated", "_callbacks")
 
-    def __init__(self, check: Callable[[], None], untrust: Callable[[str], None], gated: list[str]):
+    def __init__(self, check: Callable[[], None], untrust: Callable[[str], None], gated: list[str],
+                 callbacks: Callable[[bool], None]):
         self.check = check  # verify everything recorded; a breach ends the process
         self.untrust = untrust  # the candidate's file: its code is the candidate's wherever it lies
         self.gated = gated
+        self._callbacks = callbacks
+
+    def collect(self, generation: int = 2) -> None:
+        """Run the cyclic collector (the candidate's finalizers) as the candidate's code: whatever
+        runs in it is refused a frame, the object graph, a trace function or memory by address, and
+        asking ends the process, whoever is on the stack."""
+        self._callbacks(True)
+        try:
+            _gc_collect(generation)
+        finally:
+            self._callbacks(False)
 
 
 def trusted_prefixes() -> tuple[str, ...]:
@@ -127,8 +141,10 @@ _FRAME_CONSUMERS = ("typing", "typing_extensions", "collections", "enum", "loggi
 def frame_consumers() -> tuple[str, ...]:
     """The files (a package: its directory) of the loaded ``_FRAME_CONSUMERS``, and the harness's own
     op log (``evidence.py``), which looks at the issuing frame of each op to tell the interpreter's
-    ops from the candidate's and keeps nothing of it."""
-    found = [os.path.join(os.path.dirname(os.path.abspath(__file__)), "evidence.py")]
+    ops from the candidate's, and gap classifier (``interpreter_gap.py``), which reads the code of
+    each frame of a traceback; both keep nothing of the frames."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    found = [os.path.join(here, "evidence.py"), os.path.join(here, "interpreter_gap.py")]
     for name in _FRAME_CONSUMERS:
         module = sys.modules.get(name)
         path = getattr(module, "__file__", None)
@@ -137,7 +153,94 @@ def frame_consumers() -> tuple[str, ...]:
     return tuple(found)
 
 
-_PREPARED: list[tuple[integrity.Record, dict, frozenset, tuple]] = []
+# What a frame is asked for by, in the bytecode of the libraries allowed to ask (the consumers,
+# ``traceback``, ``inspect``): a call of one of these names, or a read of one of these attributes.
+_GETTER_NAMES = frozenset({"_getframe", "_getframemodulename", "_current_frames", "_current_exceptions",
+                           "currentframe"})
+_HELPER_NAMES = _GETTER_NAMES | frozenset({"walk_tb", "walk_stack", "_walk_tb_with_full_positions", "extract_stack",
+                                           "format_stack", "print_stack", "stack", "trace", "getouterframes",
+                                           "getinnerframes"})
+_ATTR_NAMES = frozenset({"tb_frame", "gi_frame", "cr_frame", "ag_frame"})
+# Loops that take frames from a frame generator of ``traceback``'s (where a traceback is formatted).
+_FRAME_LOOPS = frozenset({"_extract_from_extended_frame_gen", "extended_frame_gen"})
+
+
+def _codes(module: types.ModuleType) -> list[types.CodeType]:
+    """Every code object of a module's functions and classes, nested ones included."""
+    found: list[types.CodeType] = []
+    pending: list[object] = list(vars(module).values())
+    seen: set[int] = set()
+    while pending:
+        value = pending.pop()
+        if id(value) in seen:
+            continue
+        seen.add(id(value))
+        if isinstance(value, (staticmethod, classmethod)):
+            pending.append(value.__func__)
+        elif isinstance(value, property):
+            pending.extend(f for f in (value.fget, value.fset, value.fdel) if f is not None)
+        elif isinstance(value, types.FunctionType):
+            pending.append(value.__code__)
+            # what a decorator wraps (torch wraps a mode's ``__torch_dispatch__``)
+            wrapped = getattr(value, "__wrapped__", None)
+            if wrapped is not None:
+                pending.append(wrapped)
+            pending.extend(cell.cell_contents for cell in value.__closure__ or ()
+                           if isinstance(getattr(cell, "cell_contents", None), types.FunctionType))
+        elif isinstance(value, types.CodeType):
+            found.append(value)
+            pending.extend(c for c in value.co_consts if isinstance(c, types.CodeType))
+        elif isinstance(value, type) and getattr(value, "__module__", None) == module.__name__:
+            pending.extend(vars(value).values())
+    return found
+
+
+def frame_sites(paths: tuple[str, ...]) -> tuple[frozenset, frozenset, frozenset, list]:
+    """Where, in the code of the loaded modules under ``paths``, a frame is asked for by that code
+    itself: ``(id(code), offset)`` of each call of a frame getter or read of a frame attribute
+    (``getters``), of each call of a helper that hands frames to its caller or loop over a frame
+    generator (``helpers``), and the files scanned. A builtin the candidate registered as a callback
+    (``map(sys._getframe, ...)``) asks with the calling frame at some other instruction: a ``str()``
+    of the candidate's object, a drop of a reference. Also the code objects, kept alive (ids)."""
+    import dis
+
+    getters, helpers, files, codes = set(), set(), set(), []
+    for module in list(sys.modules.values()):
+        path = getattr(module, "__file__", None)
+        if type(path) is not str or not path.startswith(paths):
+            continue
+        for code in _codes(module):
+            if code.co_filename != path:  # a function another module defined, imported here
+                continue
+            codes.append(code)
+            files.add(code.co_filename)
+            pending = None
+            instructions = list(dis.get_instructions(code))
+            for ins, after in zip(instructions, instructions[1:] + [None]):
+                # A frame reports any code unit of the instruction it runs: its inline caches too
+                # (Python 3.11 and 3.12 point past them while a called Python function runs).
+                units = {(id(code), o) for o in range(ins.offset, after.offset if after else ins.offset + 2, 2)}
+                if ins.opname.startswith("LOAD") and ins.argval in _HELPER_NAMES:
+                    pending = ins.argval
+                elif ins.opname.startswith(("CALL", "PRECALL")) and pending is not None:
+                    # Python 3.11 calls a builtin from a specialised PRECALL, 3.12 from CALL.
+                    if pending in _GETTER_NAMES:
+                        getters.update(units)
+                    helpers.update(units)
+                    if ins.opname.startswith("CALL"):
+                        pending = None
+                elif ins.opname == "LOAD_ATTR" and ins.argval in _ATTR_NAMES:
+                    getters.update(units)
+                elif ins.opname == "FOR_ITER" and code.co_name in _FRAME_LOOPS:
+                    helpers.update(units)
+    return frozenset(getters), frozenset(helpers), frozenset(files), codes
+
+
+def _site_paths() -> tuple[str, ...]:
+    return frame_consumers() + (traceback.__file__, __import__("inspect").__file__)
+
+
+_PREPARED: list[tuple[integrity.Record, dict, frozenset, tuple, tuple]] = []
 
 
 def prepare() -> None:
@@ -146,13 +249,14 @@ def prepare() -> None:
     shares both and brings them up to date in milliseconds when it arms."""
     originals = concealment.gated_entry_points()
     _PREPARED[:] = [(integrity.prepare(), concealment.gate_sites(originals), frozenset(sys.modules),
-                     trusted_prefixes())]
+                     trusted_prefixes(), frame_sites(_site_paths()))]
 
 
 def arm() -> Guard:
     """Arm the guard in a candidate child, after the harness exists and before the candidate is
     imported. Irreversible: the audit hook cannot be removed."""
-    prepared, sites, prepared_modules, prefixes = _PREPARED.pop() if _PREPARED else (None, {}, frozenset(), None)
+    prepared, sites, prepared_modules, prefixes, frames = _PREPARED.pop() if _PREPARED else \
+        (None, {}, frozenset(), None, None)
     config = {
         "prefixes": prefixes or trusted_prefixes(),
         "passing_files": frozenset({__import__("inspect").__file__}),
@@ -160,6 +264,7 @@ def arm() -> Guard:
         # names the harness's functions: how a candidate would tell a timed call from a checked one).
         "passing_codes": tuple(f.__code__ for f in (traceback.walk_stack, traceback.walk_tb, traceback.extract_stack,
                                                     traceback.format_stack, traceback.print_stack,
+                                                    getattr(traceback, "_walk_tb_with_full_positions", None),
                                                     logging.currentframe) if isinstance(f, types.FunctionType)),
         "importlib_files": frozenset({"<frozen importlib._bootstrap>", "<frozen importlib._bootstrap_external>"}),
         "consumers": frame_consumers(),
@@ -175,8 +280,10 @@ def arm() -> Guard:
         "file_changes": _FILE_CHANGES, "compile_codes": compile_codes(),
         "triton_compile_file": os.path.join("triton", "compiler", "compiler.py"),
         "thread_start": concealment.THREAD_START,
+        "traceback_file": traceback.__file__,
+        "frame_sites": frames or frame_sites(_site_paths()),
     }
-    hook, refuse, untrust, check, set_verify = concealment.sealed(_make_policy)(config)
+    hook, refuse, untrust, check, set_verify, callbacks = concealment.sealed(_make_policy)(config)
     hidden = concealment.harness_classes()
     redrop = concealment.hide_harness(hidden)
     originals = concealment.gated_entry_points()
@@ -188,7 +295,7 @@ def arm() -> Guard:
     record = integrity.refresh(prepared, probes)
     set_verify(integrity.verifier(record, redrop))
     sys.addaudithook(hook)
-    return Guard(check, untrust, gated)
+    return Guard(check, untrust, gated, callbacks)
 
 
 def compile_codes() -> frozenset[tuple[str, str]]:
@@ -224,6 +331,10 @@ def _make_policy(cfg):  # noqa: C901 - one sealed closure on purpose: its helper
     untrusted: set = set()
     busy: set = set()
     verify_box = [None]
+    in_callbacks = [False]
+    from_callbacks = "from a finalizer or callback (while the harness ran the candidate's finalizers)"
+    traceback_file = cfg["traceback_file"]
+    getter_sites, helper_sites, scanned, _site_codes = cfg["frame_sites"]
     import_reads: dict = {}  # thread -> files the import system read since it last ran a module
     import_writes: set = set()  # bytecode caches the import system wrote itself
 
@@ -363,14 +474,35 @@ def _make_policy(cfg):  # noqa: C901 - one sealed closure on purpose: its helper
             frame = by_candidate(caller)
             if frame is not None:
                 breach(escape, "takes a frame of the call stack (" + what + ")", frame)
+            asking = requester(caller)
+            where = asking.f_code.co_filename + ":" + asking.f_code.co_name if asking is not None else "?"
+            consumer = asking is not None and asking.f_code.co_filename.startswith(consumers)
+            # Code of the libraries allowed a frame asks at an instruction of its own that asks for
+            # one; any other instruction there means a builtin asked on someone's behalf (a callback
+            # of the candidate's run by that library: a ``str()`` of its object, a reference dropped).
+            if caller is not None and caller.f_code.co_filename in scanned and \
+                    (id(caller.f_code), caller.f_lasti) not in getter_sites or \
+                    asking is not None and asking is not caller and asking.f_code.co_filename in scanned and \
+                    (id(asking.f_code), asking.f_lasti) not in helper_sites:
+                if in_callbacks[0]:
+                    breach(escape, "takes a frame of the call stack (" + what + ") through a builtin called back "
+                           "from " + where, None)
+                raise RuntimeError("the sandbox refuses " + where + " a frame of the call stack (" + what + ") asked "
+                                   "for by a builtin it called back")
+            if in_callbacks[0] and not consumer:
+                breach(escape, "takes a frame of the call stack (" + what + ") " + from_callbacks, None)
             frame = candidate_on_stack(caller)
             if frame is not None:
                 if not consumer_between(caller):
-                    asking = requester(caller)
-                    where = asking.f_code.co_filename + ":" + asking.f_code.co_name if asking is not None else "?"
                     raise RuntimeError("the sandbox refuses " + where + " a frame of the call stack while "
                                        "candidate code runs (" + what + ")")
                 verified(frame, " (found when a library took a frame for it)")
+            elif not consumer and not (asking is not None and asking.f_code.co_filename == traceback_file):
+                # Whoever asks: a builtin the candidate registered as a callback (``map(sys._getframe,
+                # ...)`` in a finalizer, a weakref callback run where the harness drops an object) asks
+                # with only the harness's frames on the stack. The harness takes frames only through
+                # the known consumers and formats tracebacks (text) through ``traceback``.
+                raise RuntimeError("the sandbox refuses " + where + " a frame of the call stack (" + what + ")")
             return
         if event == "object.__getattr__":  # f_code: only who holds a frame reads it
             frame = by_candidate(caller)
@@ -381,12 +513,19 @@ def _make_policy(cfg):  # noqa: C901 - one sealed closure on purpose: its helper
             frame = by_candidate(caller)
             if frame is not None:
                 breach(escape, "walks the object graph (" + event + ")", frame)
-            return
+            if in_callbacks[0]:
+                breach(escape, "walks the object graph (" + event + ") " + from_callbacks, None)
+            # Whoever asks (the harness reads no object graph once armed): a library would hand what
+            # it found to its caller, and a callback of the candidate's asks with no frame of its own.
+            raise RuntimeError("the sandbox refuses the object graph (" + event + ")")
         if event in ("sys.settrace", "sys.setprofile"):
             frame = candidate_on_stack(caller)
             if frame is not None:
                 breach(escape, "installs a trace or profile function (" + event + ")", frame)
-            return
+            if in_callbacks[0]:
+                breach(escape, "installs a trace or profile function (" + event + ") " + from_callbacks, None)
+            raise RuntimeError("the sandbox refuses a trace or profile function (" + event + "): it is handed "
+                               "every frame")
         if event == "sys.addaudithook":
             breach(escape, "adds an audit hook", candidate_on_stack(caller) or caller)
         if event == "import":
@@ -481,7 +620,9 @@ def _make_policy(cfg):  # noqa: C901 - one sealed closure on purpose: its helper
             frame = candidate_on_stack(caller)
             if frame is not None:
                 breach(escape, "reads memory by address (" + event + ")", frame)
-            return
+            if in_callbacks[0]:
+                breach(escape, "reads memory by address (" + event + ") " + from_callbacks, None)
+            raise RuntimeError("the sandbox refuses reading memory by address (" + event + ")")
         if event.startswith("ctypes."):
             frame = by_candidate(caller)
             if frame is not None:
@@ -541,5 +682,11 @@ def _make_policy(cfg):  # noqa: C901 - one sealed closure on purpose: its helper
     def set_verify(verify):
         verify_box[0] = verify
 
+    def callbacks(on):
+        """While on, what runs is the candidate's callbacks (the collector running its finalizers at
+        a point the harness chose): a frame, the object graph, a trace function or memory by address
+        asked for then ends the process, with or without a frame of the candidate's on the stack."""
+        in_callbacks[0] = on
+
     watched, frame_getters, rebinding = cfg["watched"], cfg["frame_getters"], cfg["rebinding"]
-    return hook, refuse, untrust, check, set_verify
+    return hook, refuse, untrust, check, set_verify, callbacks
