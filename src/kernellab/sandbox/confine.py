@@ -24,7 +24,7 @@ refuses them all instead:
   ``CAP_SYS_ADMIN``, ``CAP_MKNOD``, ``CAP_SYS_PTRACE``.
 
 Reading and executing stay open: the interpreter, torch and the CUDA libraries are read from
-everywhere. Landlock confines the calling thread and everything it starts afterwards, so this runs in
+everywhere, but for the process's own memory once CUDA is up (``confine_reads``). Landlock confines the calling thread and everything it starts afterwards, so this runs in
 the child right after the fork, before CUDA or the candidate start a thread. A kernel without Landlock
 (before 5.13, or not enabled) confines nothing: ``confine_writes`` says so, and the verdict says it.
 """
@@ -222,8 +222,9 @@ def seal_memory() -> str | None:
 
 
 def close_after_start(writable: list[str], unconfined: str | None) -> str | None:
-    """Once CUDA is up and before any candidate code: seal the memory and confine again without the
-    process's own ``/proc`` folder (where the first confinement held). ``unconfined``: what the first
+    """Once CUDA is up and before any candidate code: seal the memory, confine again without the
+    process's own ``/proc`` folder (where the first confinement held) and refuse reading its own
+    ``mem`` (``confine_reads``). ``unconfined``: what the first
     ``confine_writes`` said. Returns every reason the process is less confined than that, or None."""
     unsealed = seal_memory()
     reconfined = confine_writes(writable, own_proc=False) if unconfined is None else None
