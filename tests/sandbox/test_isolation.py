@@ -339,6 +339,16 @@ def test_the_candidates_process_writes_only_in_its_own_folder(server, tmp_path):
     assert "CapEff=0000000000000000" in log and "device refused" in log, log  # no privileges either
 
 
+def confined_lines(code: str) -> list[str]:
+    """The lines ``code`` prints in a fresh interpreter; the test skips where it says it could not
+    confine itself (``unconfined: <why>``)."""
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    if out.stdout.startswith("unconfined:"):
+        pytest.skip(out.stdout)
+    return out.stdout.split("\n")
+
+
 def test_confinement_leaves_a_process_its_own_proc_folder_only(tmp_path):
     """CUDA's start writes in the process's own ``/proc/<pid>`` (without it: error 304, "OS call
     failed"); another process's folder (its ``mem``, a judge's) stays refused."""
@@ -362,11 +372,7 @@ def test_confinement_leaves_a_process_its_own_proc_folder_only(tmp_path):
         except PermissionError:
             print("judge's environment refused")
     """)
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
-    assert out.returncode == 0, out.stderr
-    if out.stdout.startswith("unconfined:"):
-        pytest.skip(out.stdout)
-    assert out.stdout.split("\n")[:2] == ["judge's folder refused", "judge's environment refused"], out.stdout
+    assert confined_lines(code)[:2] == ["judge's folder refused", "judge's environment refused"]
 
 
 def test_confining_reads_refuses_only_the_process_memory(tmp_path):
@@ -392,11 +398,7 @@ def test_confining_reads_refuses_only_the_process_memory(tmp_path):
         except PermissionError:
             print("memory refused")
     """)
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
-    assert out.returncode == 0, out.stderr
-    if out.stdout.startswith("unconfined:"):
-        pytest.skip(out.stdout)
-    assert out.stdout.split("\n")[:2] == ["moved True True", "memory refused"], out.stdout
+    assert confined_lines(code)[:2] == ["moved True True", "memory refused"]
 
 
 def test_a_process_the_candidate_starts_cannot_open_the_childs_memory(server, tmp_path):

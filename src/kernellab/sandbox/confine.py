@@ -69,25 +69,54 @@ class _CapData(ctypes.Structure):
     _fields_ = [("effective", ctypes.c_uint32), ("permitted", ctypes.c_uint32), ("inheritable", ctypes.c_uint32)]
 
 
+class _Landlock:
+    """Landlock's three system calls, through libc; ``unavailable`` says why there is none."""
+
+    def __init__(self):
+        self.unavailable: str | None = None
+        if platform.system() != "Linux" or platform.machine() not in _CAPSET:
+            self.unavailable = f"no Landlock on {platform.system()} {platform.machine()}"
+            return
+        self.libc = ctypes.CDLL(None, use_errno=True)
+        self.syscall = self.libc.syscall
+        self.syscall.restype = ctypes.c_long
+        self.abi = self.syscall(_CREATE_RULESET, None, ctypes.c_size_t(0), ctypes.c_uint32(_CREATE_RULESET_VERSION))
+        if self.abi < 1:
+            self.unavailable = f"Landlock is not available in this kernel ({os.strerror(ctypes.get_errno())})"
+
+    def ruleset(self, handled: int) -> int:
+        attr = _RulesetAttr(handled)
+        return self.syscall(_CREATE_RULESET, ctypes.byref(attr), ctypes.c_size_t(ctypes.sizeof(attr)),
+                            ctypes.c_uint32(0))
+
+    def allow(self, ruleset: int, rights: int, fd: int) -> bool:
+        rule = _PathBeneath(rights, fd)
+        return self.syscall(_ADD_RULE, ctypes.c_int(ruleset), ctypes.c_int(_RULE_PATH_BENEATH), ctypes.byref(rule),
+                            ctypes.c_uint32(0)) == 0
+
+    def restrict(self, ruleset: int) -> str | None:
+        """Confine the calling thread (and what it starts) by ``ruleset``; why not, or None."""
+        if self.libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
+            return f"no_new_privs refused ({os.strerror(ctypes.get_errno())})"
+        if self.syscall(_RESTRICT_SELF, ctypes.c_int(ruleset), ctypes.c_uint32(0)) != 0:
+            return f"Landlock refused to confine the process ({os.strerror(ctypes.get_errno())})"
+        return None
+
+
 def confine_writes(writable: list[str], own_proc: bool = True) -> str | None:
     """Allow this process (and what it starts) to write only beneath ``writable`` and on ``DEVICES``
     (and its own ``/proc/<pid>`` with ``own_proc``), and drop its capabilities. Returns None once
     confined, or why it was not (fully). Called again, it confines further: Landlock's rulesets
     stack, and a write must pass every one."""
-    if platform.system() != "Linux" or platform.machine() not in _CAPSET:
-        return f"no Landlock on {platform.system()} {platform.machine()}"
-    libc = ctypes.CDLL(None, use_errno=True)
-    syscall = libc.syscall
-    syscall.restype = ctypes.c_long
-    abi = syscall(_CREATE_RULESET, None, ctypes.c_size_t(0), ctypes.c_uint32(_CREATE_RULESET_VERSION))
-    if abi < 1:
-        return f"Landlock is not available in this kernel ({os.strerror(ctypes.get_errno())})"
+    landlock = _Landlock()
+    if landlock.unavailable:
+        return landlock.unavailable
+    abi = landlock.abi
     handled = _WRITE_FILE | _REMOVE_DIR | _REMOVE_FILE | _MAKE
     handled |= (_REFER if abi >= 2 else 0) | (_TRUNCATE if abi >= 3 else 0) | (_IOCTL_DEV if abi >= 5 else 0)
     file_rights = handled & (_WRITE_FILE | _TRUNCATE | _IOCTL_DEV)  # what a rule on a file may allow
     own = handled & ~(_MAKE_CHAR | _MAKE_BLOCK | _IOCTL_DEV)  # no device nodes of its own making
-    attr = _RulesetAttr(handled)
-    ruleset = syscall(_CREATE_RULESET, ctypes.byref(attr), ctypes.c_size_t(ctypes.sizeof(attr)), ctypes.c_uint32(0))
+    ruleset = landlock.ruleset(handled)
     if ruleset < 0:
         return f"Landlock refused the ruleset ({os.strerror(ctypes.get_errno())})"
     try:
@@ -101,20 +130,16 @@ def confine_writes(writable: list[str], own_proc: bool = True) -> str | None:
             except OSError:
                 continue  # a folder that does not exist yet holds nothing to protect or allow
             try:
-                allowed = rights if os.path.isdir(path) else rights & file_rights
-                rule = _PathBeneath(allowed, fd)
-                if syscall(_ADD_RULE, ctypes.c_int(ruleset), ctypes.c_int(_RULE_PATH_BENEATH), ctypes.byref(rule),
-                           ctypes.c_uint32(0)) != 0:
+                if not landlock.allow(ruleset, rights if os.path.isdir(path) else rights & file_rights, fd):
                     return f"Landlock refused a rule for {path} ({os.strerror(ctypes.get_errno())})"
             finally:
                 os.close(fd)
-        if libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
-            return f"no_new_privs refused ({os.strerror(ctypes.get_errno())})"
-        if syscall(_RESTRICT_SELF, ctypes.c_int(ruleset), ctypes.c_uint32(0)) != 0:
-            return f"Landlock refused to confine the process ({os.strerror(ctypes.get_errno())})"
+        refused = landlock.restrict(ruleset)
+        if refused:
+            return refused
     finally:
         os.close(ruleset)
-    return _drop_capabilities(libc, syscall)
+    return _drop_capabilities(landlock.libc, landlock.syscall)
 
 
 # What of a process's own /proc folder its code may not read: ``mem`` (every byte of the process) and
@@ -144,19 +169,13 @@ def confine_reads() -> str | None:
     stays readable (a Landlock ruleset that handles only reading files, allowed beneath every path of
     ``_readable_everywhere_but_own_memory``). Call it after CUDA is up and before any candidate code:
     it confines the calling thread and what it starts. Returns None once confined, or why not."""
-    if platform.system() != "Linux" or platform.machine() not in _CAPSET:
-        return f"no Landlock on {platform.system()} {platform.machine()}"
-    libc = ctypes.CDLL(None, use_errno=True)
-    syscall = libc.syscall
-    syscall.restype = ctypes.c_long
-    abi = syscall(_CREATE_RULESET, None, ctypes.c_size_t(0), ctypes.c_uint32(_CREATE_RULESET_VERSION))
-    if abi < 1:
-        return f"Landlock is not available in this kernel ({os.strerror(ctypes.get_errno())})"
+    landlock = _Landlock()
+    if landlock.unavailable:
+        return landlock.unavailable
     # Every ruleset refuses moving a file to another folder (EXDEV) unless it handles and allows
     # ``REFER`` there: allowed wherever reading is (Triton renames a compile into its cache folder).
-    folder_rights = _READ_FILE | (_REFER if abi >= 2 else 0)
-    attr = _RulesetAttr(folder_rights)
-    ruleset = syscall(_CREATE_RULESET, ctypes.byref(attr), ctypes.c_size_t(ctypes.sizeof(attr)), ctypes.c_uint32(0))
+    folder_rights = _READ_FILE | (_REFER if landlock.abi >= 2 else 0)
+    ruleset = landlock.ruleset(folder_rights)
     if ruleset < 0:
         return f"Landlock refused the ruleset for reading ({os.strerror(ctypes.get_errno())})"
     own = f"/proc/{os.getpid()}/"
@@ -170,22 +189,16 @@ def confine_reads() -> str | None:
             if stat.S_ISLNK(mode):
                 os.close(fd)
                 continue
-            rule = _PathBeneath(folder_rights if stat.S_ISDIR(mode) else _READ_FILE, fd)
-            added = syscall(_ADD_RULE, ctypes.c_int(ruleset), ctypes.c_int(_RULE_PATH_BENEATH), ctypes.byref(rule),
-                            ctypes.c_uint32(0))
+            added = landlock.allow(ruleset, folder_rights if stat.S_ISDIR(mode) else _READ_FILE, fd)
             if path.startswith(own):
                 _PINNED.append(fd)
             else:
                 os.close(fd)
-            if added != 0:
+            if not added:
                 return f"Landlock refused a rule for reading {path} ({os.strerror(ctypes.get_errno())})"
-        if libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
-            return f"no_new_privs refused ({os.strerror(ctypes.get_errno())})"
-        if syscall(_RESTRICT_SELF, ctypes.c_int(ruleset), ctypes.c_uint32(0)) != 0:
-            return f"Landlock refused to confine reading ({os.strerror(ctypes.get_errno())})"
+        return landlock.restrict(ruleset)
     finally:
         os.close(ruleset)
-    return None
 
 
 def _drop_capabilities(libc, syscall) -> str | None:
