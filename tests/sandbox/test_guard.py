@@ -74,6 +74,9 @@ REACHES = {
     "import_kernellab": ("import kernellab.sandbox.clock\n", "pass", "process_escape", "imports kernellab"),
     "raw_thread": ("import _thread, time\n_thread.start_new_thread(time.sleep, (30,))\n", "pass",
                    "process_escape", "starts a thread"),
+    # RecordFunction off: the CPU's record of every aten op below the op log would see nothing.
+    "record_function_off": ("import torch\n", "vars(torch._C._autograd)['_enable_record_function'](False)",
+                            "process_escape", "switches the profiler"),
     "profiler_collection": ("import torch\n", "vars(torch._C._autograd)['_toggle_collection_dynamic'](False, set())",
                             "process_escape", "switches the profiler"),
     "thread_in_forward": ("import threading\n", "threading.Thread(target=print).start()", "process_escape",

@@ -15,11 +15,13 @@ from pathlib import Path
 import pytest
 import torch
 
+from kernellab.evaluate.policy import CpuCallEvidence, Policy, judge_cpu_call
 from kernellab.sandbox.candidate import CandidateProcess, ChildSpec
 
 KERNEL = '''
 import torch
 import torch.nn as nn
+import torch.utils._mode_utils
 import triton
 import triton.language as tl
 
@@ -75,6 +77,14 @@ class ModelNew(nn.Module):
             out = _Scale.apply(a, b)
         elif self.mode == "compile":
             out = a + b
+        elif self.mode == "key_excluded":  # the op log is reached through the Python dispatch key
+            with torch._C._ExcludeDispatchKeyGuard(torch._C.DispatchKeySet(torch._C.DispatchKey.Python)):
+                out = torch.add(a, b)
+        elif self.mode == "no_dispatch":
+            with torch.utils._mode_utils.no_dispatch():
+                out = torch.add(a, b)
+        elif self.mode == "built":  # torch.tensor builds below the Python key (detach_, copies): no compute
+            out = torch.tensor([1.0, 2.0]).sum() + torch.as_tensor(a.tolist()) * 0 + out.fill_(0)
         return out
 '''
 
@@ -134,6 +144,27 @@ def test_bytes_moved_by_torch_copies(child):
     # per call: cat writes 512 floats and reads them (2 x 2048 B), clone of 256 floats (2 x 1024 B)
     assert value["moved_bytes"] == 2 * (2 * 2048 + 2 * 1024)
     assert [call[0][2] for call in value["launches"]] == [3 * 4, 3 * 4]
+
+
+@pytest.mark.parametrize("mode", ["key_excluded", "no_dispatch"])
+def test_ops_kept_from_the_op_log_are_recorded_below_it(child, mode):
+    """A dispatch mode never sees an op run with the Python key excluded or dispatch modes disabled;
+    the profiler's RecordFunction, below the key, does: each call reports the add as hidden, and the
+    judge calls it library compute in a strict task."""
+    value = run(child, mode)
+    assert "aten.add.Tensor" not in value["ops"]
+    assert value["hidden_ops"] == ["aten::add", "aten::add"]
+    violations = judge_cpu_call(CpuCallEvidence(ops=value["ops"], hidden_ops=value["hidden_ops"]), Policy.STRICT,
+                                child[1])
+    assert any("hidden from the op log" in v.detail and "aten::add ×2" in v.detail for v in violations)
+
+
+def test_what_torch_builds_below_the_op_log_is_not_compute(child):
+    """torch itself builds a tensor from Python data with the Python key excluded: only data movement
+    is recorded below the op log there, and the judge does not count it."""
+    value = run(child, "built")
+    assert value["hidden_ops"] is not None
+    assert not judge_cpu_call(CpuCallEvidence(ops=[], hidden_ops=value["hidden_ops"]), Policy.STRICT, child[1])
 
 
 def test_the_backward_pass_is_in_the_op_log(child):

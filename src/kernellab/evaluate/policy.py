@@ -323,6 +323,7 @@ class CpuCallEvidence:
     hand_outs: list[tuple[str, int]] | None = None  # (method, bytes) of tensors handed to host code
     moved_bytes: int | None = None  # bytes torch's copies and fills read and wrote outside launches
     compiled_graphs: int = 0  # Dynamo graphs compiled in the candidate's process so far
+    hidden_ops: list[str] | None = None  # aten ops the profiler saw run and the op log never did
 
 
 def judge_cpu_call(evidence: CpuCallEvidence, policy: Policy, candidate_file: str, *,
@@ -332,6 +333,12 @@ def judge_cpu_call(evidence: CpuCallEvidence, policy: Policy, candidate_file: st
     if policy is Policy.OFF:
         return []
     found = list(judge_op_log(evidence.ops or [], policy))
+    hidden = Counter(op for op in evidence.hidden_ops or [] if not op_is_data_movement(op))
+    if hidden and policy is Policy.STRICT:
+        # torch itself builds tensors below the Python key (``torch.tensor``'s ``detach_``): only
+        # compute counts, as in the op log
+        found.append(Violation(ViolationKind.POLICY, "library ops ran hidden from the op log (the Python dispatch "
+                                                     "key excluded, or dispatch modes disabled): " + _op_listing(hidden)))
     if evidence.ops_in_kernels:
         found.append(Violation(ViolationKind.POLICY, "torch ops ran inside a Triton kernel launch (host code in a "
                                                      "jit body or hook, which no GPU kernel runs): "

@@ -132,7 +132,7 @@ def request_violations(ctx, value: dict[str, Any], where: str, inputs: list[Any]
     if value.get("ops") is not None:
         evidence = CpuCallEvidence(ops=value["ops"], ops_in_kernels=value.get("ops_in_kernels"),
                                    launches=value.get("launches"), hand_outs=value.get("hand_outs"),
-                                   moved_bytes=value.get("moved_bytes"),
+                                   moved_bytes=value.get("moved_bytes"), hidden_ops=value.get("hidden_ops"),
                                    compiled_graphs=int(value.get("compiled_graphs") or 0))
         limit = host_read_limit(input_bytes, calls) if input_bytes else None
         found += [Violation(v.kind, f"{where}: {v.detail}")

@@ -307,7 +307,7 @@ class Harness:
                 "launches": take_calls(launch_log) if launch_log is not None else None,
                 "ops_in_kernels": oplog.ops_in_kernels if oplog else None,
                 "hand_outs": oplog.hand_outs if oplog else None, "moved_bytes": oplog.moved_bytes if oplog else None,
-                "compiled_graphs": compiled_graphs()}
+                "hidden_ops": oplog.hidden_ops if oplog else None, "compiled_graphs": compiled_graphs()}
 
     def op_time_round(self, key: str, row: str, slots: list[dict[str, Any]], method: str,
                       backward: dict[str, Any] | None, mutated: list[int], warm_ms: float = 0.0,
@@ -426,7 +426,7 @@ class Harness:
                  "trace": trace}
         if oplog is not None:  # the CPU's evidence of every call, as ``op_run`` sends it
             reply.update(ops=oplog.ops, ops_in_kernels=oplog.ops_in_kernels, hand_outs=oplog.hand_outs,
-                         moved_bytes=oplog.moved_bytes, compiled_graphs=compiled_graphs(),
+                         moved_bytes=oplog.moved_bytes, hidden_ops=oplog.hidden_ops, compiled_graphs=compiled_graphs(),
                          launches=take_calls(launch_log) if launch_log is not None else None,
                          interpreted_kernels=sorted(self.launches.names) if self.launches else None)
         return reply

@@ -242,11 +242,12 @@ def gated_entry_points() -> dict[str, Any]:
         found[f"torch._C.{name}"] = getattr(torch._C, name, None)
     cu = getattr(torch._C, "CompilationUnit", None)
     found["torch._C.CompilationUnit.define"] = getattr(cu, "define", None)
-    # The profiler's switches: the harness's trace of a call is its evidence, and collection paused
-    # around a library kernel (``toggle_collection_dynamic``) would leave it out.
+    # The profiler's switches: the harness's trace of a call is its evidence (on the CPU, the record
+    # of every aten op below the op log), and collection paused around a library kernel
+    # (``toggle_collection_dynamic``) or ``RecordFunction`` turned off would leave it out.
     autograd = getattr(torch._C, "_autograd", None)
     for name in ("_toggle_collection_dynamic", "_enable_profiler", "_disable_profiler", "_prepare_profiler",
-                 "_enable_profiler_legacy", "_disable_profiler_legacy"):
+                 "_enable_profiler_legacy", "_disable_profiler_legacy", "_enable_record_function"):
         found[f"torch._C._autograd.{name}"] = getattr(autograd, name, None)
     return {label: fn for label, fn in found.items() if fn is not None}
 

@@ -11,10 +11,16 @@ inside a launch (a ``@triton.jit`` body calling torch on host tensors, a pre-run
 candidate's, and reported apart: no GPU build could compile it. The op log also records tensors
 handed to host code (``.numpy()``, ``__array__``, ``.tolist()``, DLPack, storages), the CPU's
 counterpart of a device-to-host copy.
+
+The op log is a dispatch mode: torch reaches it through the Python dispatch key, which code in the
+call can exclude for its thread (``_ExcludeDispatchKeyGuard``) or skip (``no_dispatch``). Below it,
+the profiler's ``RecordFunction`` sees every aten op whatever the keys (``_AllOps``): an op it saw that
+the mode never did (composite ops looked through, their parts are what the mode sees) ran hidden.
 """
 
 from __future__ import annotations
 
+import collections
 import json
 import os
 import sys
@@ -115,25 +121,40 @@ class OpLog(TorchDispatchMode):
         self.ops: list[str] = []
         self.ops_in_kernels: list[str] = []
         self.hand_outs: list[tuple[str, int]] = []
+        self.hidden_ops: list[str] = []  # aten ops RecordFunction saw run and this mode never did
         self.moved_bytes = 0  # read + written by torch copies and fills outside launches
+        self._seen: collections.Counter[str] = collections.Counter()  # every op this mode saw, by name
         self._host_reads = _HostReads(self.hand_outs)
+        self._all_ops = _AllOps()
         remember_triton_code()  # normally done before the candidate's import (record_interpreted_launches)
 
     def __enter__(self):
-        self._host_reads.__enter__()
+        self._seen.clear()
+        self._all_ops.__enter__()
+        try:
+            self._host_reads.__enter__()
+        except BaseException:
+            self._all_ops.__exit__(None, None, None)
+            raise
         try:
             return super().__enter__()
         except BaseException:
             self._host_reads.__exit__(None, None, None)
+            self._all_ops.__exit__(None, None, None)
             raise
 
     def __exit__(self, *exc):
         try:
             return super().__exit__(*exc)
         finally:
-            self._host_reads.__exit__(*exc)
+            try:
+                self._host_reads.__exit__(*exc)
+            finally:
+                self._all_ops.__exit__(None, None, None)
+                self.hidden_ops += self._all_ops.unseen(self._seen)
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        self._seen[func._schema.name] += 1
         outside = self.launches is None or self.launches.depth == 0
         if outside:
             self.ops.append(str(func))
@@ -163,6 +184,85 @@ def _moved_bytes(op: str, args: tuple, result: Any) -> int:
     if not isinstance(out, torch.Tensor):
         return 0
     return out.numel() * out.element_size() * (2 if name in _COPIES else 1)
+
+
+class _AllOps:
+    """Every aten op that ran on this thread between enter and exit, as the profiler's ``RecordFunction``
+    saw it (the legacy profiler: no Kineto start-up, ~0.3 ms a span): below the Python dispatch key,
+    so what an excluded key or disabled modes keep from a dispatch mode. Its switches are gated
+    (``concealment``): the candidate cannot stop it or turn ``RecordFunction`` off."""
+
+    def __init__(self):
+        self._profile = None
+        self._failed: str | None = None
+
+    def __enter__(self):
+        from torch.autograd import profiler_legacy
+
+        self._failed = None
+        try:
+            self._profile = profiler_legacy.profile()
+            self._profile.__enter__()
+        except RuntimeError as exc:  # another profiler holds the thread: the span cannot be seen
+            self._profile, self._failed = None, f"<ops not recorded: {exc}>"
+        return self
+
+    def __exit__(self, *exc):
+        if self._profile is not None:
+            try:
+                self._profile.__exit__(None, None, None)
+            except RuntimeError as error:  # stopped under it
+                self._profile, self._failed = None, f"<ops not recorded: {error}>"
+
+    def unseen(self, seen: collections.Counter[str]) -> list[str]:
+        """The aten ops recorded that ``seen`` (a dispatch mode's count by operator name) does not
+        account for. An op the mode saw covers one record of its name and everything inside it (the
+        mode runs the op's kernel with itself popped). An aten op with a composite overload (one that
+        decomposes before the Python key: ``to``, ``softmax``, ``linear``) and any other record (an
+        autograd node, a label, another namespace's op the mode did not see) stand for the records
+        inside them. Any other aten op the mode did not see ran hidden from it."""
+        if self._failed is not None:
+            return [self._failed]
+        if self._profile is None:
+            return []
+        left = collections.Counter(seen)
+        hidden: list[str] = []
+
+        def in_order(events):
+            return sorted(events, key=lambda e: e.time_range.start, reverse=True)
+
+        pending = in_order(e for e in self._profile.function_events if e.cpu_parent is None)
+        while pending:
+            event = pending.pop()
+            name = event.name
+            if left[name] > 0:
+                left[name] -= 1
+                continue
+            if name.startswith("aten::") and not _composite(name[len("aten::"):]):
+                hidden.append(name)
+                continue
+            pending += in_order(event.cpu_children)
+        return hidden
+
+
+_COMPOSITE: dict[str, bool] = {}
+
+
+def _composite(name: str) -> bool:
+    """Whether an overload of ``aten::name`` decomposes into other ops before the Python key (the
+    profiler does not say which overload ran)."""
+    known = _COMPOSITE.get(name)
+    if known is None:
+        key = torch._C.DispatchKey.CompositeImplicitAutograd
+        packet = getattr(torch.ops.aten, name, None)
+        known = False
+        for overload in packet.overloads() if packet is not None else ():
+            try:
+                known = known or getattr(packet, overload).has_kernel_for_dispatch_key(key)
+            except RuntimeError:  # an overload TorchScript alone knows
+                pass
+        _COMPOSITE[name] = known
+    return known
 
 
 # Tensor methods that give host code the tensor's data: numpy/__array__ share it with NumPy, DLPack

@@ -1,7 +1,7 @@
 """EXPLOIT (threat 10): the sum is torch's own ``add`` under ``torch.utils._mode_utils.no_dispatch()``
 (``torch._C._DisableTorchDispatch``: dispatch modes are skipped); a one-element own Triton kernel runs
 per call. The CPU's op log, a ``TorchDispatchMode``, never sees the ``add``. On a GPU the trace shows
-torch's add kernel. Open on the CPU, as ``python_key_excluded_add.py``."""
+torch's add kernel; on the CPU the profiler's ``RecordFunction`` records it (``evidence._AllOps``)."""
 import torch
 import torch.nn as nn
 import triton

@@ -2,8 +2,8 @@
 the thread (``torch._C._ExcludeDispatchKeyGuard``, names built at run time past the static scan); a
 one-element own Triton kernel runs per call. The CPU's op log is a ``TorchDispatchMode``, reached only
 through the Python key: it never sees the ``add``, and the guard restores the key on exit, so nothing
-the integrity check compares has changed. On a GPU the trace shows torch's add kernel. Open on the CPU:
-the fix is evidence below the Python key (the profiler's ``RecordFunction`` records every aten op)."""
+the integrity check compares has changed. On a GPU the trace shows torch's add kernel; on the CPU the profiler's ``RecordFunction``, below the Python key, records the
+``add`` the op log never saw (``evidence._AllOps``)."""
 import torch
 import torch.nn as nn
 import triton
