@@ -74,6 +74,10 @@ REACHES = {
     "import_kernellab": ("import kernellab.sandbox.clock\n", "pass", "process_escape", "imports kernellab"),
     "raw_thread": ("import _thread, time\n_thread.start_new_thread(time.sleep, (30,))\n", "pass",
                    "process_escape", "starts a thread"),
+    # A library operator's kernel called below the dispatcher: neither the op log nor RecordFunction sees it.
+    "redispatch": ("import torch\n",
+                   "torch.ops.aten.add_.Tensor.redispatch(torch._C.DispatchKeySet(torch._C.DispatchKey.CPU), x, x)",
+                   "process_escape", "redispatch"),
     # RecordFunction off: the CPU's record of every aten op below the op log would see nothing.
     "record_function_off": ("import torch\n", "vars(torch._C._autograd)['_enable_record_function'](False)",
                             "process_escape", "switches the profiler"),

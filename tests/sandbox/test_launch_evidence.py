@@ -83,6 +83,8 @@ class ModelNew(nn.Module):
         elif self.mode == "no_dispatch":
             with torch.utils._mode_utils.no_dispatch():
                 out = torch.add(a, b)
+        elif self.mode == "python_map":  # each element through a Python function: no aten op at all
+            out = a.clone().map_(b, lambda x, y: x + y)
         elif self.mode == "built":  # torch.tensor builds below the Python key (detach_, copies): no compute
             out = torch.tensor([1.0, 2.0]).sum() + torch.as_tensor(a.tolist()) * 0 + out.fill_(0)
         return out
@@ -137,6 +139,12 @@ def test_tensors_handed_to_numpy_are_reported_by_size(child):
     value = run(child, "numpy")
     assert value["hand_outs"] == [("numpy", 1024), ("numpy", 1024)] * 2
     assert value["launches"] == [[], []]
+
+
+def test_a_python_function_mapped_over_a_tensor_is_a_hand_out(child):
+    value = run(child, "python_map")
+    assert value["hand_outs"] == [("map_", 1024)] * 2
+    assert not value["hidden_ops"]
 
 
 def test_bytes_moved_by_torch_copies(child):

@@ -242,6 +242,10 @@ def gated_entry_points() -> dict[str, Any]:
         found[f"torch._C.{name}"] = getattr(torch._C, name, None)
     cu = getattr(torch._C, "CompilationUnit", None)
     found["torch._C.CompilationUnit.define"] = getattr(cu, "define", None)
+    # An operator handle's ``redispatch_boxed`` (``OpOverload.redispatch``) calls a kernel below the
+    # Python key without a ``RecordFunction``: neither the CPU's op log nor the record below it sees it.
+    handle = getattr(torch._C, "_DispatchOperatorHandle", None)
+    found["torch._C._DispatchOperatorHandle.redispatch_boxed"] = getattr(handle, "redispatch_boxed", None)
     # The profiler's switches: the harness's trace of a call is its evidence (on the CPU, the record
     # of every aten op below the op log), and collection paused around a library kernel
     # (``toggle_collection_dynamic``) or ``RecordFunction`` turned off would leave it out.
@@ -307,6 +311,8 @@ def install_gates(refuse: Callable[[str], None], originals: dict[str, Any],
             "_thread": THREAD_START,
             "profiler": "switches the profiler (the harness's evidence of what ran)",
             "torch._C._dispatch_library": "registers kernels for the library's own operators (torch.library)",
+            "torch._C._DispatchOperatorHandle.redispatch_boxed": "calls a library operator's kernel below the "
+                                                                 "dispatcher (redispatch), where no record sees it",
             "torchscript": "compiles TorchScript (its forks run on torch's own threads)"}
     # The gates sit in library namespaces, where the candidate reads their closures: they reach the
     # guard's ``refuse`` only through a generator's frame (audited to read), never a cell holding it.
@@ -325,15 +331,17 @@ def install_gates(refuse: Callable[[str], None], originals: dict[str, Any],
             gate = sealed(_guarded_call)(original, refuse, what["_thread"])
         elif label == "torch._C._dispatch_library":
             gate = sealed(_guarded_call)(original, refuse, what[label], frozenset(), sealed(_library_of)(_namespaces()))
+        elif label == "torch._C._DispatchOperatorHandle.redispatch_boxed":
+            gate = sealed(_guarded_call)(original, refuse, what[label], frozenset(),
+                                         sealed(_operator_of)(_namespaces()))
         elif label == "torch._C.CompilationUnit.define" or label.removeprefix("torch._C.") in _TORCHSCRIPT:
             gate = sealed(_refusing)(refuse, what["torchscript"])
         else:  # _imp.create_builtin
             gate = sealed(_fresh_builtins_only)(original, refuse, frozenset(sys.modules))
         gate.__name__ = getattr(original, "__name__", gate.__name__)
-        if label == "torch._C.CompilationUnit.define":  # a method: the class holds it, and every unit
-            import torch                                   # (``torch.jit._state._python_cu``) reaches it there
-
-            setattr(torch._C.CompilationUnit, "define", gate)  # noqa: B010 - its metaclass refuses type.__setattr__
+        if label in _METHODS:  # a method: the class holds it, and every instance reaches it there
+            owner, name = _METHODS[label]()
+            setattr(owner, name, gate)  # its metaclass (pybind11's) refuses type.__setattr__
             gated.append(label)
             continue
         for d, key in sites.get(label, ()):
@@ -405,6 +413,37 @@ def _guarded_call(original, refuse, what, trusted=frozenset(), watched=None):
         raise value
 
     return gate
+
+
+def _methods() -> dict[str, Callable[[], tuple[type, str]]]:
+    def compilation_unit():
+        import torch
+
+        return torch._C.CompilationUnit, "define"
+
+    def operator_handle():
+        import torch
+
+        return torch._C._DispatchOperatorHandle, "redispatch_boxed"
+
+    return {"torch._C.CompilationUnit.define": compilation_unit,
+            "torch._C._DispatchOperatorHandle.redispatch_boxed": operator_handle}
+
+
+_METHODS = _methods()
+
+
+def _operator_of(existing):
+    """For the gate on an operator handle's ``redispatch_boxed``: the candidate's own operators may be
+    redispatched (``torch.library.custom_op`` does it for its autograd), the library's (``aten``,
+    ``prims``) not while the candidate runs."""
+    def watched(args, kwargs):
+        try:
+            return args[0].schema().name.split("::")[0] in existing
+        except (AttributeError, IndexError, RuntimeError):
+            return True
+
+    return watched
 
 
 def _library_of(existing):

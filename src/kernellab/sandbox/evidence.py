@@ -267,7 +267,8 @@ def _composite(name: str) -> bool:
 
 # Tensor methods that give host code the tensor's data: numpy/__array__ share it with NumPy, DLPack
 # with any library, a storage with Python indexing, tolist copies it out.
-_HAND_OUTS = frozenset({"numpy", "__array__", "tolist", "__dlpack__", "untyped_storage", "storage"})
+_HAND_OUTS = frozenset({"numpy", "__array__", "tolist", "__dlpack__", "untyped_storage", "storage",
+                        "apply_", "map_", "map2_"})  # the last three hand each element to a Python function
 
 
 class _HostReads(TorchFunctionMode):
@@ -410,6 +411,11 @@ def record_interpreted_launches() -> SimpleNamespace | None:
         while pending:
             arg = pending.pop()
             if isinstance(arg, tuple):
+                # The interpreter rebuilds a tuple argument by calling its type: a class of the
+                # candidate's (a metaclass whose ``__call__`` is a builtin) would run from Triton's code.
+                if type(arg) is not tuple:
+                    raise TypeError("a Triton kernel's tuple argument must be a plain tuple, not "
+                                    + type(arg).__name__)
                 pending.extend(arg)
                 continue
             if descriptor_type is not None and type(arg) is descriptor_type:
