@@ -394,6 +394,18 @@ def _make_policy(cfg):  # noqa: C901 - one sealed closure on purpose: its helper
         write(2, line.encode("utf-8", "replace"))
         exit_(status)
 
+    def refused(violation, refusal):
+        """No frame of the candidate's asked: while the harness runs the candidate's finalizers that
+        is still the candidate (``violation`` ends the process); anywhere else the asking library or
+        callback gets ``refusal`` as an exception."""
+        if in_callbacks[0]:
+            breach(escape, violation, None)
+        raise RuntimeError(refusal)
+
+    def place(frame):
+        """file:function of a frame, for a refusal's message (built only when refusing)."""
+        return frame.f_code.co_filename + ":" + frame.f_code.co_name if frame is not None else "?"
+
     def verified(frame, when):
         verify = verify_box[0]
         failure = verify(1) if verify is not None else None
@@ -475,7 +487,6 @@ def _make_policy(cfg):  # noqa: C901 - one sealed closure on purpose: its helper
             if frame is not None:
                 breach(escape, "takes a frame of the call stack (" + what + ")", frame)
             asking = requester(caller)
-            where = asking.f_code.co_filename + ":" + asking.f_code.co_name if asking is not None else "?"
             consumer = asking is not None and asking.f_code.co_filename.startswith(consumers)
             # Code of the libraries allowed a frame asks at an instruction of its own that asks for
             # one; any other instruction there means a builtin asked on someone's behalf (a callback
@@ -484,17 +495,16 @@ def _make_policy(cfg):  # noqa: C901 - one sealed closure on purpose: its helper
                     (id(caller.f_code), caller.f_lasti) not in getter_sites or \
                     asking is not None and asking is not caller and asking.f_code.co_filename in scanned and \
                     (id(asking.f_code), asking.f_lasti) not in helper_sites:
-                if in_callbacks[0]:
-                    breach(escape, "takes a frame of the call stack (" + what + ") through a builtin called back "
-                           "from " + where, None)
-                raise RuntimeError("the sandbox refuses " + where + " a frame of the call stack (" + what + ") asked "
-                                   "for by a builtin it called back")
+                where = place(asking)
+                refused("takes a frame of the call stack (" + what + ") through a builtin called back from " + where,
+                        "the sandbox refuses " + where + " a frame of the call stack (" + what + ") asked for by a "
+                        "builtin it called back")
             if in_callbacks[0] and not consumer:
                 breach(escape, "takes a frame of the call stack (" + what + ") " + from_callbacks, None)
             frame = candidate_on_stack(caller)
             if frame is not None:
                 if not consumer_between(caller):
-                    raise RuntimeError("the sandbox refuses " + where + " a frame of the call stack while "
+                    raise RuntimeError("the sandbox refuses " + place(asking) + " a frame of the call stack while "
                                        "candidate code runs (" + what + ")")
                 verified(frame, " (found when a library took a frame for it)")
             elif not consumer and not (asking is not None and asking.f_code.co_filename == traceback_file):
@@ -502,7 +512,7 @@ def _make_policy(cfg):  # noqa: C901 - one sealed closure on purpose: its helper
                 # ...)`` in a finalizer, a weakref callback run where the harness drops an object) asks
                 # with only the harness's frames on the stack. The harness takes frames only through
                 # the known consumers and formats tracebacks (text) through ``traceback``.
-                raise RuntimeError("the sandbox refuses " + where + " a frame of the call stack (" + what + ")")
+                raise RuntimeError("the sandbox refuses " + place(asking) + " a frame of the call stack (" + what + ")")
             return
         if event == "object.__getattr__":  # f_code: only who holds a frame reads it
             frame = by_candidate(caller)
@@ -513,19 +523,16 @@ def _make_policy(cfg):  # noqa: C901 - one sealed closure on purpose: its helper
             frame = by_candidate(caller)
             if frame is not None:
                 breach(escape, "walks the object graph (" + event + ")", frame)
-            if in_callbacks[0]:
-                breach(escape, "walks the object graph (" + event + ") " + from_callbacks, None)
             # Whoever asks (the harness reads no object graph once armed): a library would hand what
             # it found to its caller, and a callback of the candidate's asks with no frame of its own.
-            raise RuntimeError("the sandbox refuses the object graph (" + event + ")")
+            refused("walks the object graph (" + event + ") " + from_callbacks,
+                    "the sandbox refuses the object graph (" + event + ")")
         if event in ("sys.settrace", "sys.setprofile"):
             frame = candidate_on_stack(caller)
             if frame is not None:
                 breach(escape, "installs a trace or profile function (" + event + ")", frame)
-            if in_callbacks[0]:
-                breach(escape, "installs a trace or profile function (" + event + ") " + from_callbacks, None)
-            raise RuntimeError("the sandbox refuses a trace or profile function (" + event + "): it is handed "
-                               "every frame")
+            refused("installs a trace or profile function (" + event + ") " + from_callbacks,
+                    "the sandbox refuses a trace or profile function (" + event + "): it is handed every frame")
         if event == "sys.addaudithook":
             breach(escape, "adds an audit hook", candidate_on_stack(caller) or caller)
         if event == "import":
@@ -620,9 +627,8 @@ def _make_policy(cfg):  # noqa: C901 - one sealed closure on purpose: its helper
             frame = candidate_on_stack(caller)
             if frame is not None:
                 breach(escape, "reads memory by address (" + event + ")", frame)
-            if in_callbacks[0]:
-                breach(escape, "reads memory by address (" + event + ") " + from_callbacks, None)
-            raise RuntimeError("the sandbox refuses reading memory by address (" + event + ")")
+            refused("reads memory by address (" + event + ") " + from_callbacks,
+                    "the sandbox refuses reading memory by address (" + event + ")")
         if event.startswith("ctypes."):
             frame = by_candidate(caller)
             if frame is not None:
